@@ -1,0 +1,86 @@
+"""Configuration from the environment (and `.env`), as DESIGN §3 lists it.
+
+Every setting is read once per process through :func:`get_settings`; tests that need other
+values set environment variables before the process starts or call
+:func:`reset_settings_cache`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from dotenv import load_dotenv
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The process-wide configuration.
+
+    Attributes:
+        db_url: SQLAlchemy URL of the main database.
+        data_dir: Folder for the SQLite file, the generated secret key and other local state.
+        secret_key: Key that signs sessions and encrypts secrets at rest.
+        admin_user: Username of the first system administrator.
+        admin_password: Their password, or None to generate one at first start.
+        login_token_hours: Lifetime of a login token.
+    """
+
+    db_url: str
+    data_dir: Path
+    secret_key: str
+    admin_user: str
+    admin_password: str | None
+    login_token_hours: int = 12
+
+
+def _data_dir() -> Path:
+    configured = os.environ.get("POWERON_DATA_DIR")
+    path = Path(configured) if configured else PROJECT_ROOT / "data"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _secret_key(data_dir: Path) -> str:
+    """The configured key, else the one generated into data/secret.key at first use."""
+    configured = os.environ.get("POWERON_SECRET_KEY")
+    if configured:
+        return configured
+    key_file = data_dir / "secret.key"
+    if not key_file.exists():
+        key_file.touch(mode=0o600)
+        key_file.write_text(secrets.token_urlsafe(48))
+    return key_file.read_text().strip()
+
+
+def _normalise_db_url(url: str) -> str:
+    """Accept the plain `postgresql://` form and use the psycopg 3 driver for it."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+@functools.cache
+def get_settings() -> Settings:
+    """Read the configuration once per process."""
+    load_dotenv(PROJECT_ROOT / ".env", override=False)
+    data_dir = _data_dir()
+    default_db = f"sqlite:///{data_dir / 'poweron.db'}"
+    return Settings(
+        db_url=_normalise_db_url(os.environ.get("POWERON_DB_URL") or default_db),
+        data_dir=data_dir,
+        secret_key=_secret_key(data_dir),
+        admin_user=os.environ.get("POWERON_ADMIN_USER") or "admin",
+        admin_password=os.environ.get("POWERON_ADMIN_PASSWORD") or None,
+        login_token_hours=int(os.environ.get("POWERON_LOGIN_TOKEN_HOURS", "12")),
+    )
+
+
+def reset_settings_cache() -> None:
+    """Forget the cached settings (tests that change the environment call this)."""
+    get_settings.cache_clear()

@@ -1,0 +1,74 @@
+"""Engine, sessions and migrations for SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, create_engine
+
+from backend.config import get_settings
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+def _enable_sqlite_foreign_keys(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite gets foreign keys, WAL and a busy timeout."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
+        event.listen(engine, "connect", _enable_sqlite_foreign_keys)
+        with engine.connect() as connection:
+            connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+@functools.cache
+def get_engine() -> Engine:
+    """The process-wide engine for the configured database."""
+    return make_engine(get_settings().db_url)
+
+
+def reset_engine() -> None:
+    """Dispose the engine (tests switch databases with this)."""
+    if get_engine.cache_info().currsize:
+        get_engine().dispose()
+    get_engine.cache_clear()
+
+
+@contextmanager
+def session_scope() -> Iterator[Session]:
+    """A session that commits on success and rolls back on any error."""
+    with Session(get_engine(), expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """Alembic configuration pointing at our migrations and the given (or configured) URL."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", (url or get_settings().db_url).replace("%", "%%"))
+    return config
+
+
+def migrate(url: str | None = None) -> None:
+    """Bring the database schema to the newest migration."""
+    command.upgrade(alembic_config(url), "head")

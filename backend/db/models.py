@@ -1,0 +1,290 @@
+"""Persistent data model (plain SQLModel; Alembic owns the schema).
+
+Attribute names are snake_case; the REST layer turns them into the spec's camelCase names.
+Every object that goes through a state machine carries `lock_version`: a transition only
+wins when nobody else wrote the row since it was read (see `backend.statemachines.base`).
+Times are timezone-aware UTC.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, text
+from sqlmodel import Field, SQLModel
+
+EXECUTION_LOG_LIMIT = 50
+
+
+def utcnow() -> datetime:
+    """Current time, timezone-aware UTC (SQLModel's UTCDateTime stores and returns that)."""
+    return datetime.now(timezone.utc)
+
+
+def new_id() -> str:
+    """A fresh object id (32 hex characters)."""
+    return uuid.uuid4().hex
+
+
+def _json_column(nullable: bool = True) -> Any:
+    return Field(default=None, sa_column=Column(JSON, nullable=nullable))
+
+
+# --- identity and tenancy (the RBAC issue completes these) -------------------------------
+
+
+class User(SQLModel, table=True):
+    """A person or service account that signs in."""
+
+    __tablename__ = "user_account"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    username: str = Field(max_length=150, unique=True, index=True)
+    email: str | None = Field(default=None, max_length=320)
+    display_name: str | None = Field(default=None, max_length=200)
+    password_hash: str | None = Field(default=None, max_length=255)
+    is_sysadmin: bool = False
+    disabled: bool = False
+    sys_created_at: datetime = Field(default_factory=utcnow)
+
+
+class Mandate(SQLModel, table=True):
+    """A tenant: owns feature instances, roles and all data created in them."""
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    name: str = Field(max_length=200, unique=True)
+    sys_created_at: datetime = Field(default_factory=utcnow)
+
+
+class FeatureInstance(SQLModel, table=True):
+    """One configured instance of a feature (e.g. a Graphical Editor) in a mandate."""
+
+    __tablename__ = "feature_instance"
+    __table_args__ = (UniqueConstraint("mandate_id", "label", name="uq_feature_instance_label"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+    feature_code: str = Field(max_length=64, index=True)
+    label: str = Field(max_length=200)
+    sys_created_at: datetime = Field(default_factory=utcnow)
+
+
+class Role(SQLModel, table=True):
+    """A role: system or feature template (no mandate) or a mandate's / instance's copy."""
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    role_label: str = Field(max_length=100)
+    is_system_role: bool = False
+    mandate_id: str | None = Field(default=None, foreign_key="mandate.id", index=True, max_length=32)
+    feature_instance_id: str | None = Field(
+        default=None, foreign_key="feature_instance.id", index=True, max_length=32
+    )
+    feature_code: str | None = Field(default=None, max_length=64)
+
+
+class UserMandate(SQLModel, table=True):
+    """Membership of a user in a mandate."""
+
+    __tablename__ = "user_mandate"
+    __table_args__ = (UniqueConstraint("user_id", "mandate_id", name="uq_user_mandate"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    user_id: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+
+
+class UserMandateRole(SQLModel, table=True):
+    """A mandate role held through a membership."""
+
+    __tablename__ = "user_mandate_role"
+    __table_args__ = (UniqueConstraint("user_mandate_id", "role_id", name="uq_user_mandate_role"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    user_mandate_id: str = Field(foreign_key="user_mandate.id", index=True, max_length=32)
+    role_id: str = Field(foreign_key="role.id", max_length=32)
+
+
+class FeatureAccess(SQLModel, table=True):
+    """Access of a user to one feature instance."""
+
+    __tablename__ = "feature_access"
+    __table_args__ = (
+        UniqueConstraint("user_id", "feature_instance_id", name="uq_feature_access"),
+    )
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    user_id: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    feature_instance_id: str = Field(foreign_key="feature_instance.id", index=True, max_length=32)
+
+
+class FeatureAccessRole(SQLModel, table=True):
+    """An instance role held through a feature access."""
+
+    __tablename__ = "feature_access_role"
+    __table_args__ = (
+        UniqueConstraint("feature_access_id", "role_id", name="uq_feature_access_role"),
+    )
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    feature_access_id: str = Field(foreign_key="feature_access.id", index=True, max_length=32)
+    role_id: str = Field(foreign_key="role.id", max_length=32)
+
+
+class AuthToken(SQLModel, table=True):
+    """A bearer token: a login token with expiry, or a named personal API token."""
+
+    __tablename__ = "auth_token"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    token_hash: str = Field(max_length=64, unique=True, index=True)
+    user_id: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    kind: str = Field(default="login", max_length=16)
+    name: str | None = Field(default=None, max_length=200)
+    expires_at: datetime | None = None
+    revoked: bool = False
+    sys_created_at: datetime = Field(default_factory=utcnow)
+
+
+class LoginFailure(SQLModel, table=True):
+    """Recent failed logins per username, for throttling across worker processes."""
+
+    __tablename__ = "login_failure"
+
+    username: str = Field(primary_key=True, max_length=150)
+    failures: int = 0
+    last_failure_at: datetime = Field(default_factory=utcnow)
+
+
+# --- workflows -----------------------------------------------------------------------------
+
+
+class Workflow(SQLModel, table=True):
+    """An automation in a Graphical Editor instance; its graphs live in versions."""
+
+    __table_args__ = (
+        UniqueConstraint("feature_instance_id", "name", name="uq_workflow_name"),
+    )
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+    feature_instance_id: str = Field(foreign_key="feature_instance.id", index=True, max_length=32)
+    name: str = Field(max_length=200)
+    description: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    active: bool = False
+    event_id: str | None = Field(default=None, max_length=200)
+    execution_logs: list[dict[str, Any]] = Field(
+        default_factory=list, sa_column=Column(JSON, nullable=False)
+    )
+    sys_created_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
+    sys_created_at: datetime = Field(default_factory=utcnow)
+    sys_modified_at: datetime = Field(default_factory=utcnow)
+    lock_version: int = 1
+
+    def append_execution_log(self, entry: dict[str, Any]) -> None:
+        """Add an audit entry, keeping only the newest EXECUTION_LOG_LIMIT."""
+        self.execution_logs = [*(self.execution_logs or []), entry][-EXECUTION_LOG_LIMIT:]
+
+
+class WorkflowVersion(SQLModel, table=True):
+    """A numbered graph of a workflow: draft, published (immutable) or archived."""
+
+    __tablename__ = "workflow_version"
+    __table_args__ = (
+        UniqueConstraint("workflow_id", "version_number", name="uq_workflow_version_number"),
+        # At most one draft and one published version per workflow, enforced by the database.
+        Index(
+            "uq_workflow_one_draft",
+            "workflow_id",
+            unique=True,
+            sqlite_where=text("status = 'draft'"),
+            postgresql_where=text("status = 'draft'"),
+        ),
+        Index(
+            "uq_workflow_one_published",
+            "workflow_id",
+            unique=True,
+            sqlite_where=text("status = 'published'"),
+            postgresql_where=text("status = 'published'"),
+        ),
+    )
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    workflow_id: str = Field(foreign_key="workflow.id", index=True, max_length=32)
+    version_number: int
+    status: str = Field(default="draft", max_length=16)
+    graph: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    sys_created_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
+    sys_created_at: datetime = Field(default_factory=utcnow)
+    sys_modified_at: datetime = Field(default_factory=utcnow)
+    published_at: datetime | None = None
+    lock_version: int = 1
+
+
+class WorkflowRun(SQLModel, table=True):
+    """One execution of a workflow version."""
+
+    __tablename__ = "workflow_run"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    workflow_id: str = Field(foreign_key="workflow.id", index=True, max_length=32)
+    version_id: str = Field(foreign_key="workflow_version.id", max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+    feature_instance_id: str = Field(foreign_key="feature_instance.id", index=True, max_length=32)
+    status: str = Field(default="running", max_length=16, index=True)
+    pause_reason: str | None = Field(default=None, max_length=16)
+    mode: str = Field(default="full", max_length=8)
+    trigger: str = Field(default="manual", max_length=32)
+    input: Any = _json_column()
+    output: Any = _json_column()
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    context: Any = _json_column()
+    sys_created_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    lock_version: int = 1
+
+
+class RunStepLog(SQLModel, table=True):
+    """The trace of one node execution (one row per attempt)."""
+
+    __tablename__ = "run_step_log"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    run_id: str = Field(foreign_key="workflow_run.id", index=True, max_length=32)
+    node_id: str = Field(max_length=200)
+    node_type: str = Field(max_length=200)
+    status: str = Field(default="running", max_length=16)
+    attempt: int = 1
+    input: Any = _json_column()
+    output: Any = _json_column()
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    duration_ms: int | None = None
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+
+
+class HumanTask(SQLModel, table=True):
+    """A step that waits for a person: a form to fill or an approval to give."""
+
+    __tablename__ = "human_task"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    run_id: str = Field(foreign_key="workflow_run.id", index=True, max_length=32)
+    node_id: str = Field(max_length=200)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+    feature_instance_id: str = Field(foreign_key="feature_instance.id", index=True, max_length=32)
+    kind: str = Field(default="approval", max_length=16)
+    title: str = Field(default="", max_length=500)
+    message: str | None = Field(default=None, sa_column=Column(Text))
+    fields: Any = _json_column()
+    assignee: Any = _json_column()
+    status: str = Field(default="pending", max_length=16, index=True)
+    data: Any = _json_column()
+    due_at: datetime | None = None
+    on_timeout: str | None = Field(default=None, max_length=16)
+    completed_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
+    sys_created_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    lock_version: int = 1
