@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, text
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, event, inspect, text
 from sqlmodel import Field, SQLModel
 
 EXECUTION_LOG_LIMIT = 50
@@ -288,3 +288,18 @@ class HumanTask(SQLModel, table=True):
     sys_created_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     lock_version: int = 1
+
+
+class ImmutableVersionError(Exception):
+    """Raised when code tries to change the graph of a version that is not a draft."""
+
+
+@event.listens_for(WorkflowVersion, "before_update")
+def _freeze_non_draft_graph(_mapper, _connection, target: WorkflowVersion) -> None:
+    # The last line of defence: services edit drafts only, but no code path may alter a
+    # published or archived graph, which scheduled runs rely on.
+    if target.status != "draft" and inspect(target).attrs.graph.history.has_changes():
+        raise ImmutableVersionError(
+            f"WorkflowVersion {target.id} is '{target.status}': its graph cannot change; "
+            "edit the draft instead"
+        )

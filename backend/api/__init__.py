@@ -1,0 +1,1 @@
+"""The REST API (FastAPI), mounted on the Reflex backend under /api."""

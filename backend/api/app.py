@@ -1,0 +1,62 @@
+"""Builds the FastAPI application: core routes, every feature's router, error mapping."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from backend import __version__
+from backend.api.core import router as core_router
+from backend.db.models import ImmutableVersionError
+from backend.errors import Conflict, Forbidden, InvalidInput, NotFound
+from backend.features.registry import get_features
+from backend.statemachines import ConcurrentTransition, IllegalTransition
+
+log = logging.getLogger(__name__)
+
+
+def _field_path(loc: tuple) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path")]
+    return ".".join(parts) or "body"
+
+
+async def _request_validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = [{"nodeId": None, "field": _field_path(tuple(e.get("loc", ()))), "message": e.get("msg", "")}
+              for e in exc.errors()]
+    text = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+    return JSONResponse({"detail": f"invalid input: {text}", "errors": errors}, status_code=422)
+
+
+def _handler(status: int):
+    async def handle(_request: Request, exc: Exception) -> JSONResponse:
+        body: dict = {"detail": str(exc)}
+        if isinstance(exc, InvalidInput):
+            body["errors"] = [e.as_dict() for e in exc.errors]
+        return JSONResponse(body, status_code=status)
+
+    return handle
+
+
+def create_api() -> FastAPI:
+    """The REST API, ready to mount on the Reflex backend or to serve on its own."""
+    api = FastAPI(
+        title="PowerOn Unified API",
+        version=__version__,
+        openapi_url="/api/openapi.json",
+        docs_url="/api/docs",
+        redoc_url=None,
+    )
+    api.add_exception_handler(RequestValidationError, _request_validation)
+    api.add_exception_handler(InvalidInput, _handler(422))
+    api.add_exception_handler(NotFound, _handler(404))
+    api.add_exception_handler(Forbidden, _handler(403))
+    for conflict in (Conflict, IllegalTransition, ConcurrentTransition, ImmutableVersionError):
+        api.add_exception_handler(conflict, _handler(409))
+    api.include_router(core_router)
+    for feature in get_features().values():
+        if feature.router is not None:
+            api.include_router(feature.router)
+    return api

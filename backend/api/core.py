@@ -1,0 +1,111 @@
+"""Platform routes: health, login/logout, the caller's identity, node types, features."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+from sqlmodel import select
+
+from backend import __version__
+from backend.api.deps import CurrentUser, DbSession, bearer_token
+from backend.api.schemas import CamelModel, HealthResponse, LoginRequest, LoginResponse
+from backend.auth import LoginFailed, LoginThrottled, login, revoke_token
+from backend.db import session_scope
+from backend.db.models import FeatureInstance, Mandate, UserMandate
+from backend.features.registry import get_features
+from backend.tenancy import instance_role_labels, instances_for_user
+
+router = APIRouter(prefix="/api")
+
+
+@router.get("/health", response_model=HealthResponse, tags=["platform"])
+def health() -> JSONResponse:
+    """Liveness and database reachability; no authentication."""
+    features = sorted(get_features())
+    try:
+        with session_scope() as session:
+            session.execute(text("SELECT 1"))
+        db = "ok"
+    except Exception as exc:  # noqa: BLE001 - any failure means the database is not usable
+        db = f"error: {type(exc).__name__}"
+    body = HealthResponse(status="ok" if db == "ok" else "degraded", db=db, version=__version__, features=features)
+    return JSONResponse(body.model_dump(), status_code=200 if db == "ok" else 503)
+
+
+@router.post("/auth/login", response_model=LoginResponse, tags=["auth"])
+def auth_login(body: LoginRequest, session: DbSession) -> JSONResponse:
+    """Exchange username and password for a bearer token."""
+    try:
+        issued = login(session, body.username, body.password)
+    except LoginThrottled as exc:
+        return JSONResponse(
+            {"detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after_seconds)}
+        )
+    except LoginFailed as exc:
+        return JSONResponse({"detail": str(exc)}, status_code=401)
+    return JSONResponse(LoginResponse(token=issued.token, user_id=issued.user_id).model_dump(by_alias=True))
+
+
+@router.post("/auth/logout", status_code=204, tags=["auth"])
+def auth_logout(request: Request, user: CurrentUser, session: DbSession) -> Response:
+    """Revoke the token of this request."""
+    revoke_token(session, bearer_token(request) or "")
+    return Response(status_code=204)
+
+
+class InstanceInfo(CamelModel):
+    id: str
+    mandate_id: str
+    feature_code: str
+    label: str
+    roles: list[str]
+
+
+class MandateInfo(CamelModel):
+    id: str
+    name: str
+
+
+class MeResponse(CamelModel):
+    id: str
+    username: str
+    display_name: str | None
+    is_sysadmin: bool
+    mandates: list[MandateInfo]
+    instances: list[InstanceInfo]
+
+
+@router.get("/me", response_model=MeResponse, tags=["auth"])
+def me(user: CurrentUser, session: DbSession) -> MeResponse:
+    """The caller, their mandates and feature instances with their roles."""
+    mandates = session.exec(
+        select(Mandate).join(UserMandate, UserMandate.mandate_id == Mandate.id).where(UserMandate.user_id == user.id)
+    ).all()
+    instances: list[FeatureInstance] = instances_for_user(session, user)
+    return MeResponse(
+        id=user.id,
+        username=user.username,
+        display_name=user.display_name,
+        is_sysadmin=user.is_sysadmin,
+        mandates=[MandateInfo(id=m.id, name=m.name) for m in mandates],
+        instances=[
+            InstanceInfo(
+                id=i.id, mandate_id=i.mandate_id, feature_code=i.feature_code, label=i.label,
+                roles=instance_role_labels(session, user, i.id),
+            )
+            for i in instances
+        ],
+    )
+
+
+class FeatureInfo(CamelModel):
+    code: str
+    label: str
+    icon: str
+
+
+@router.get("/features", response_model=list[FeatureInfo], tags=["platform"])
+def features(user: CurrentUser) -> list[FeatureInfo]:
+    """The feature catalogue."""
+    return [FeatureInfo(code=f.code, label=f.label, icon=f.icon) for f in get_features().values()]

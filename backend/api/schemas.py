@@ -1,0 +1,92 @@
+"""Request and response bodies: camelCase JSON, as DESIGN §6 fixes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class CamelModel(BaseModel):
+    """Serialises snake_case attributes as camelCase; accepts either on input."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, from_attributes=True)
+
+
+class StrictCamelModel(CamelModel):
+    """A request body that refuses unknown fields instead of ignoring them."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, from_attributes=True, extra="forbid"
+    )
+
+
+class LoginRequest(StrictCamelModel):
+    username: str
+    password: str
+
+
+class LoginResponse(CamelModel):
+    token: str
+    user_id: str
+
+
+class HealthResponse(CamelModel):
+    status: str
+    db: str
+    version: str
+    features: list[str]
+
+
+class WorkflowCreate(StrictCamelModel):
+    name: str
+    description: str = ""
+    graph: dict[str, Any] | None = None
+
+
+class WorkflowPatch(StrictCamelModel):
+    name: str | None = None
+    description: str | None = None
+    active: bool | None = None
+
+
+class DraftPut(StrictCamelModel):
+    graph: Any
+
+
+class RestoreRequest(StrictCamelModel):
+    version_id: str | None = None
+
+
+class VersionOut(CamelModel):
+    id: str
+    workflow_id: str
+    version_number: int
+    status: str
+    graph: dict[str, Any]
+    sys_created_by: str | None
+    sys_created_at: datetime
+    sys_modified_at: datetime
+    published_at: datetime | None
+
+
+class WorkflowOut(CamelModel):
+    id: str
+    mandate_id: str
+    feature_instance_id: str
+    name: str
+    description: str
+    active: bool
+    event_id: str | None
+    sys_created_by: str | None
+    sys_created_at: datetime
+    sys_modified_at: datetime
+    draft_version: int | None = None
+    published_version: int | None = None
+
+
+class WorkflowDetail(WorkflowOut):
+    graph: dict[str, Any]
+    execution_logs: list[dict[str, Any]]

@@ -1,0 +1,1 @@
+"""Feature containers: one sub-package per feature, found by scanning this folder."""

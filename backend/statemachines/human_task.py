@@ -1,0 +1,43 @@
+"""HumanTask lifecycle (spec §7.3, DESIGN §5).
+
+    pending --complete--> completed   (the run resumes)
+    pending --cancel--> cancelled     (the run is cancelled)
+    pending --expire--> expired       (timeout: cancel or default, per onTimeout)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session
+
+from backend.db.models import HumanTask, utcnow
+from backend.statemachines.base import StateMachine, Transition
+
+PENDING, COMPLETED, CANCELLED, EXPIRED = "pending", "completed", "cancelled", "expired"
+
+MACHINE = StateMachine(
+    "HumanTask",
+    [
+        Transition("complete", (PENDING,), COMPLETED),
+        Transition("cancel", (PENDING,), CANCELLED),
+        Transition("expire", (PENDING,), EXPIRED),
+    ],
+)
+
+
+def complete(session: Session, task: HumanTask, data: Any, user_id: str | None) -> HumanTask:
+    """Record a person's answer."""
+    return MACHINE.apply(
+        session, task, "complete", data=data, completed_by=user_id, finished_at=utcnow()
+    )
+
+
+def cancel(session: Session, task: HumanTask, user_id: str | None) -> HumanTask:
+    """Withdraw the task."""
+    return MACHINE.apply(session, task, "cancel", completed_by=user_id, finished_at=utcnow())
+
+
+def expire(session: Session, task: HumanTask) -> HumanTask:
+    """Mark the task as timed out."""
+    return MACHINE.apply(session, task, "expire", finished_at=utcnow())

@@ -1,0 +1,1 @@
+"""Workflows, their versions and graphs."""

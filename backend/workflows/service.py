@@ -1,0 +1,273 @@
+"""Workflow CRUD and the version lifecycle (spec §7.1) for one Graphical Editor instance.
+
+Callers pass an already authorised feature instance (see backend.tenancy.require_instance);
+every lookup here is scoped to it, so a foreign id is simply not found.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from sqlalchemy import delete, func
+from sqlmodel import Session, select
+
+from backend.db.models import (
+    FeatureInstance,
+    HumanTask,
+    RunStepLog,
+    User,
+    Workflow,
+    WorkflowRun,
+    WorkflowVersion,
+    utcnow,
+)
+from backend.errors import Conflict, FieldError, InvalidInput, NotFound
+from backend.statemachines import workflow_version as lifecycle
+from backend.workflows.graph import default_graph, require_valid_structure
+
+NAME_MAX = 200
+
+
+def _clean_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput([FieldError("name", "must be a non-empty string")])
+    name = name.strip()
+    if len(name) > NAME_MAX:
+        raise InvalidInput([FieldError("name", f"must be at most {NAME_MAX} characters")])
+    return name
+
+
+def _require_unique_name(session: Session, instance: FeatureInstance, name: str, exclude_id: str | None = None) -> None:
+    query = select(Workflow.id).where(Workflow.feature_instance_id == instance.id, Workflow.name == name)
+    if exclude_id:
+        query = query.where(Workflow.id != exclude_id)
+    if session.exec(query).first():
+        raise Conflict(f"name: a workflow named '{name}' already exists in this instance")
+
+
+def _audit(workflow: Workflow, user: User | None, action: str, **details: Any) -> None:
+    workflow.append_execution_log(
+        {"at": utcnow().isoformat(), "by": user.id if user else None, "action": action, **details}
+    )
+
+
+def list_workflows(session: Session, instance: FeatureInstance) -> list[Workflow]:
+    """The instance's workflows, newest change first."""
+    return list(
+        session.exec(
+            select(Workflow)
+            .where(Workflow.feature_instance_id == instance.id)
+            .order_by(Workflow.sys_modified_at.desc(), Workflow.name)
+        ).all()
+    )
+
+
+def get_workflow(session: Session, instance: FeatureInstance, workflow_id: str) -> Workflow:
+    """The workflow of this instance with `workflow_id`, else NotFound."""
+    workflow = session.get(Workflow, workflow_id)
+    if workflow is None or workflow.feature_instance_id != instance.id:
+        raise NotFound(f"workflow {workflow_id} not found")
+    return workflow
+
+
+def create_workflow(
+    session: Session,
+    user: User,
+    instance: FeatureInstance,
+    name: Any,
+    description: str = "",
+    graph: Any = None,
+) -> Workflow:
+    """A new workflow whose first draft holds `graph` (a lone manual trigger by default)."""
+    name = _clean_name(name)
+    graph = require_valid_structure(graph) if graph is not None else default_graph()
+    _require_unique_name(session, instance, name)
+    workflow = Workflow(
+        mandate_id=instance.mandate_id,
+        feature_instance_id=instance.id,
+        name=name,
+        description=description or "",
+        sys_created_by=user.id,
+    )
+    _audit(workflow, user, "created")
+    session.add(workflow)
+    session.flush()
+    session.add(
+        WorkflowVersion(workflow_id=workflow.id, version_number=1, graph=graph, sys_created_by=user.id)
+    )
+    session.flush()
+    return workflow
+
+
+def update_workflow(
+    session: Session,
+    user: User,
+    workflow: Workflow,
+    instance: FeatureInstance,
+    name: Any = None,
+    description: str | None = None,
+    active: bool | None = None,
+) -> Workflow:
+    """Rename, describe or (de)activate a workflow."""
+    if name is not None:
+        new_name = _clean_name(name)
+        if new_name != workflow.name:
+            _require_unique_name(session, instance, new_name, exclude_id=workflow.id)
+            _audit(workflow, user, "renamed", fromName=workflow.name, toName=new_name)
+            workflow.name = new_name
+    if description is not None:
+        workflow.description = description
+    if active is not None and active != workflow.active:
+        workflow.active = bool(active)
+        _audit(workflow, user, "activated" if active else "deactivated")
+    workflow.sys_modified_at = utcnow()
+    workflow.lock_version += 1
+    session.add(workflow)
+    session.flush()
+    return workflow
+
+
+def delete_workflow(session: Session, workflow: Workflow) -> None:
+    """Delete a workflow with its versions, runs, step logs and tasks."""
+    run_ids = select(WorkflowRun.id).where(WorkflowRun.workflow_id == workflow.id)
+    session.execute(delete(RunStepLog).where(RunStepLog.run_id.in_(run_ids)))
+    session.execute(delete(HumanTask).where(HumanTask.run_id.in_(run_ids)))
+    session.execute(delete(WorkflowRun).where(WorkflowRun.workflow_id == workflow.id))
+    session.execute(delete(WorkflowVersion).where(WorkflowVersion.workflow_id == workflow.id))
+    session.delete(workflow)
+    session.flush()
+
+
+def list_versions(session: Session, workflow: Workflow) -> list[WorkflowVersion]:
+    """All versions, newest first."""
+    return list(
+        session.exec(
+            select(WorkflowVersion)
+            .where(WorkflowVersion.workflow_id == workflow.id)
+            .order_by(WorkflowVersion.version_number.desc())
+        ).all()
+    )
+
+
+def _version_in(session: Session, workflow: Workflow, status: str) -> WorkflowVersion | None:
+    return session.exec(
+        select(WorkflowVersion).where(
+            WorkflowVersion.workflow_id == workflow.id, WorkflowVersion.status == status
+        )
+    ).first()
+
+
+def draft_version(session: Session, workflow: Workflow) -> WorkflowVersion | None:
+    """The workflow's draft, if it has one."""
+    return _version_in(session, workflow, lifecycle.DRAFT)
+
+
+def published_version(session: Session, workflow: Workflow) -> WorkflowVersion | None:
+    """The workflow's published version, if it has one."""
+    return _version_in(session, workflow, lifecycle.PUBLISHED)
+
+
+def current_graph(session: Session, workflow: Workflow) -> dict[str, Any]:
+    """The graph a person edits: the draft's, else the published one's."""
+    version = draft_version(session, workflow) or published_version(session, workflow)
+    return version.graph if version else default_graph()
+
+
+def _next_version_number(session: Session, workflow: Workflow) -> int:
+    highest = session.exec(
+        select(func.max(WorkflowVersion.version_number)).where(WorkflowVersion.workflow_id == workflow.id)
+    ).one()
+    return (highest or 0) + 1
+
+
+def save_draft(session: Session, user: User, workflow: Workflow, graph: Any) -> WorkflowVersion:
+    """Store `graph` in the draft, creating the draft when there is none.
+
+    A published version is never changed: editing starts a new draft next to it.
+    """
+    graph = require_valid_structure(graph)
+    draft = draft_version(session, workflow)
+    if draft is None:
+        draft = WorkflowVersion(
+            workflow_id=workflow.id,
+            version_number=_next_version_number(session, workflow),
+            graph=copy.deepcopy(graph),
+            sys_created_by=user.id,
+        )
+    else:
+        draft.graph = copy.deepcopy(graph)
+        draft.sys_modified_at = utcnow()
+        draft.lock_version += 1
+    session.add(draft)
+    workflow.sys_modified_at = utcnow()
+    session.add(workflow)
+    session.flush()
+    return draft
+
+
+def _find_version(session: Session, workflow: Workflow, version_id: str | None, status: str) -> WorkflowVersion:
+    if version_id:
+        version = session.get(WorkflowVersion, version_id)
+        if version is None or version.workflow_id != workflow.id:
+            raise NotFound(f"version {version_id} not found")
+        return version
+    version = session.exec(
+        select(WorkflowVersion)
+        .where(WorkflowVersion.workflow_id == workflow.id, WorkflowVersion.status == status)
+        .order_by(WorkflowVersion.version_number.desc())
+    ).first()
+    if version is None:
+        raise Conflict(f"workflow '{workflow.name}' has no {status} version")
+    return version
+
+
+def _touch(session: Session, workflow: Workflow, user: User, action: str, version: WorkflowVersion) -> None:
+    _audit(workflow, user, action, versionNumber=version.version_number)
+    workflow.sys_modified_at = utcnow()
+    session.add(workflow)
+    session.flush()
+
+
+def publish(session: Session, user: User, workflow: Workflow) -> WorkflowVersion:
+    """Publish the draft; the previously published version is archived."""
+    draft = _find_version(session, workflow, None, lifecycle.DRAFT)
+    current = published_version(session, workflow)
+    if current is not None:
+        lifecycle.archive(session, current)
+    lifecycle.publish(session, draft)
+    _touch(session, workflow, user, "published", draft)
+    return draft
+
+
+def unpublish(session: Session, user: User, workflow: Workflow) -> WorkflowVersion:
+    """Take the published version back to draft (only when there is no other draft)."""
+    version = _find_version(session, workflow, None, lifecycle.PUBLISHED)
+    existing = draft_version(session, workflow)
+    if existing is not None:
+        raise Conflict(
+            f"workflow '{workflow.name}' already has a draft (version {existing.version_number}); "
+            "publish or discard it before unpublishing"
+        )
+    lifecycle.unpublish(session, version)
+    _touch(session, workflow, user, "unpublished", version)
+    return version
+
+
+def archive(session: Session, user: User, workflow: Workflow) -> WorkflowVersion:
+    """Archive the published version; the workflow then has none."""
+    version = _find_version(session, workflow, None, lifecycle.PUBLISHED)
+    lifecycle.archive(session, version)
+    _touch(session, workflow, user, "archived", version)
+    return version
+
+
+def restore(session: Session, user: User, workflow: Workflow, version_id: str | None = None) -> WorkflowVersion:
+    """Publish an archived version again (the newest one unless `version_id` names another)."""
+    version = _find_version(session, workflow, version_id, lifecycle.ARCHIVED)
+    current = published_version(session, workflow)
+    if current is not None and current.id != version.id:
+        lifecycle.archive(session, current)
+    lifecycle.restore(session, version)
+    _touch(session, workflow, user, "restored", version)
+    return version
