@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,17 +105,6 @@ def _run(args: list[str], what: str) -> None:
         raise RuntimeError(f"{what} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
 
 
-def _admin_execute(port: int, *statements: str) -> None:
-    """Run statements on the server's `postgres` database, outside a transaction."""
-    import psycopg
-
-    with psycopg.connect(
-        host="127.0.0.1", port=port, user=PG_USER, dbname="postgres", autocommit=True
-    ) as connection:
-        for statement in statements:
-            connection.execute(statement)
-
-
 @dataclass
 class PostgresServer:
     """A private PostgreSQL server living in a temporary folder."""
@@ -122,6 +112,22 @@ class PostgresServer:
     bindir: Path
     root: Path
     port: int = 0
+    _admin: Any = None
+
+    def execute(self, *statements: str) -> None:
+        """Run statements on the `postgres` database, outside a transaction.
+
+        One connection is kept for the session: a fresh connection per CREATE DATABASE
+        makes each one wait a few hundred milliseconds for the previous backend to go.
+        """
+        import psycopg
+
+        if self._admin is None or self._admin.closed:
+            self._admin = psycopg.connect(
+                host="127.0.0.1", port=self.port, user=PG_USER, dbname="postgres", autocommit=True
+            )
+        for statement in statements:
+            self._admin.execute(statement)
 
     @property
     def datadir(self) -> Path:
@@ -147,7 +153,7 @@ class PostgresServer:
             self.port = _free_port()
             options = (
                 f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} "
-                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c autovacuum=off"
             )
             try:
                 _run(
@@ -162,6 +168,8 @@ class PostgresServer:
         raise RuntimeError(f"{last_error}\nserver log:\n{log}")
 
     def stop(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
         if self.datadir.exists():
             subprocess.run(
                 _as_pg_user([str(self.bindir / "pg_ctl"), "stop", "-m", "fast", "-w",
@@ -209,7 +217,7 @@ def postgres_server() -> Iterator[PostgresServer]:
 @pytest.fixture(scope="session")
 def postgres_url(postgres_server: PostgresServer) -> str:
     """URL of the (empty, unmigrated) database `poweron_test` on the private server."""
-    _admin_execute(postgres_server.port, f'CREATE DATABASE "{PG_DATABASE}"')
+    postgres_server.execute(f'CREATE DATABASE "{PG_DATABASE}"')
     return postgres_server.url(PG_DATABASE)
 
 
@@ -231,7 +239,7 @@ def _postgres_template(postgres_url: str, postgres_server: PostgresServer) -> st
     """A PostgreSQL database migrated to the newest schema once; tests get clones of it."""
     from backend.db.engine import migrate
 
-    _admin_execute(postgres_server.port, f'CREATE DATABASE "{PG_TEMPLATE}"')
+    postgres_server.execute(f'CREATE DATABASE "{PG_TEMPLATE}"')
     migrate(postgres_server.url(PG_TEMPLATE))
     return PG_TEMPLATE
 
@@ -255,11 +263,11 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     server: PostgresServer = request.getfixturevalue("postgres_server")
     template = request.getfixturevalue("_postgres_template")
     name = f"t_{uuid.uuid4().hex[:16]}"
-    _admin_execute(server.port, f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    server.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     try:
         yield server.url(name)
     finally:
-        _admin_execute(server.port, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

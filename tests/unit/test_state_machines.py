@@ -149,7 +149,8 @@ def test_every_event_has_a_function(lifecycle: Persisted) -> None:
 @pytest.mark.parametrize(("lifecycle_name", "state", "event", "target"), _params(legal_pairs, PERSISTED))
 def test_legal_transition_persists(engine, make_parents, lifecycle_name, state, event, target) -> None:
     lifecycle = BY_NAME[lifecycle_name]
-    parents = make_parents()
+    # The parent version is archived so the version under test may become draft or published.
+    parents = make_parents(version_status="archived")
     with Session(engine) as session:
         obj = lifecycle.make(state, parents)
         obj.lock_version = 3
@@ -284,7 +285,8 @@ def test_unknown_event_is_refused(lifecycle) -> None:
 @pytest.mark.parametrize(("lifecycle_name", "state", "event"), _params(illegal_pairs, PERSISTED))
 def test_illegal_transition_writes_nothing(engine, make_parents, lifecycle_name, state, event) -> None:
     lifecycle = BY_NAME[lifecycle_name]
-    parents = make_parents()
+    # The parent version is archived so the version under test may become draft or published.
+    parents = make_parents(version_status="archived")
     with Session(engine) as session:
         obj = lifecycle.make(state, parents)
         session.add(obj)

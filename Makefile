@@ -1,0 +1,63 @@
+# PowerOn Unified: `make run` and `make test` are the whole set-up (see README.md).
+SHELL := /bin/bash
+.DEFAULT_GOAL := run
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMPS := .stamps
+UI_PORT ?= 3000
+API_PORT ?= 8000
+
+export REFLEX_USE_NPM := 1
+export REFLEX_TELEMETRY_ENABLED := false
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: run dev test bench setup setup-test lint clean
+
+$(STAMPS)/venv: requirements.txt
+	@mkdir -p $(STAMPS)
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+$(STAMPS)/venv-dev: $(STAMPS)/venv requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+$(STAMPS)/node: scripts/ensure_node.sh
+	@mkdir -p $(STAMPS)
+	scripts/ensure_node.sh > $@.path
+	@touch $@
+
+# Installs the Reflex frontend (npm) once; later runs find it in .web/.
+$(STAMPS)/frontend: $(STAMPS)/venv $(STAMPS)/node rxconfig.py
+	PATH="$$(cat $(STAMPS)/node.path):$$PATH" $(VENV)/bin/reflex init --loglevel warning >/dev/null
+	@touch $@
+
+setup: $(STAMPS)/venv $(STAMPS)/node $(STAMPS)/frontend
+	$(PY) -m backend.bootstrap
+
+setup-test: $(STAMPS)/venv-dev $(STAMPS)/node $(STAMPS)/frontend
+	scripts/ensure_test_deps.sh
+
+run: setup
+	@echo "PowerOn: UI http://localhost:$(UI_PORT)  API http://localhost:$(API_PORT)/api/health"
+	PATH="$$(cat $(STAMPS)/node.path):$$PATH" exec scripts/supervise.sh \
+	  $(VENV)/bin/reflex run --frontend-port $(UI_PORT) --backend-port $(API_PORT) --loglevel warning
+
+dev: setup
+	PATH="$$(cat $(STAMPS)/node.path):$$PATH" exec scripts/supervise.sh \
+	  $(VENV)/bin/reflex run --frontend-port $(UI_PORT) --backend-port $(API_PORT) --loglevel info
+
+test: setup-test
+	PATH="$$(cat $(STAMPS)/node.path):$$PATH" $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: $(STAMPS)/venv-dev
+	$(VENV)/bin/ruff check backend state components poweron_app tests
+
+bench: setup
+	@for script in bench/*.py; do [ -e "$$script" ] || continue; echo "== $$script"; $(PY) "$$script"; done
+
+clean:
+	rm -rf $(STAMPS) .web .states

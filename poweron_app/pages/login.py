@@ -1,0 +1,34 @@
+"""Sign-in page for local accounts."""
+
+import reflex as rx
+
+from state.auth import AuthState
+
+
+def login_page() -> rx.Component:
+    return rx.center(
+        rx.card(
+            rx.form(
+                rx.vstack(
+                    rx.heading("Sign in to PowerOn", size="6"),
+                    rx.text("Username", size="2", weight="medium"),
+                    rx.input(name="username", id="login-username", placeholder="admin",
+                             auto_focus=True, width="100%", auto_complete="username"),
+                    rx.text("Password", size="2", weight="medium"),
+                    rx.input(name="password", id="login-password", type="password",
+                             width="100%", auto_complete="current-password"),
+                    rx.cond(
+                        AuthState.login_error != "",
+                        rx.callout(AuthState.login_error, icon="triangle-alert", color_scheme="red",
+                                   id="login-error", width="100%"),
+                    ),
+                    rx.button("Sign in", type="submit", id="login-submit", width="100%"),
+                    spacing="3",
+                    width="22em",
+                ),
+                on_submit=AuthState.login,
+                reset_on_submit=False,
+            ),
+        ),
+        min_height="100vh",
+    )

@@ -1,0 +1,150 @@
+"""The Workflows page: list, create, rename and delete the workflows of an instance."""
+
+import reflex as rx
+
+from components.shell import empty_state, page_shell
+from state.workflows import WorkflowRow, WorkflowsState
+
+
+def instance_picker() -> rx.Component:
+    return rx.cond(
+        WorkflowsState.instances.length() > 1,
+        rx.select.root(
+            rx.select.trigger(placeholder="Graphical Editor instance"),
+            rx.select.content(
+                rx.foreach(
+                    WorkflowsState.instances,
+                    lambda i: rx.select.item(i["label"], value=i["id"]),
+                )
+            ),
+            value=WorkflowsState.instance_id,
+            on_change=WorkflowsState.select_instance,
+        ),
+    )
+
+
+def create_form() -> rx.Component:
+    return rx.form(
+        rx.hstack(
+            rx.input(
+                name="name", id="new-workflow-name", placeholder="Name of the new workflow",
+                value=WorkflowsState.new_name, on_change=WorkflowsState.set_new_name, width="22em",
+            ),
+            rx.button(rx.icon("plus", size=16), "Create workflow", type="submit", id="create-workflow"),
+        ),
+        on_submit=WorkflowsState.create_workflow,
+        reset_on_submit=False,
+    )
+
+
+def rename_cell(row: WorkflowRow) -> rx.Component:
+    return rx.hstack(
+        rx.input(value=WorkflowsState.rename_value, on_change=WorkflowsState.set_rename_value,
+                 id="rename-input", auto_focus=True),
+        rx.button("Save", on_click=WorkflowsState.save_rename, id="rename-save", size="2"),
+        rx.button("Cancel", on_click=WorkflowsState.cancel_rename, variant="soft", size="2"),
+    )
+
+
+def workflow_row(row: WorkflowRow) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(
+            rx.cond(
+                WorkflowsState.rename_id == row["id"],
+                rename_cell(row),
+                rx.text(row["name"], weight="medium", class_name="workflow-name"),
+            )
+        ),
+        rx.table.cell(rx.badge(row["status"], variant="soft")),
+        rx.table.cell(rx.text(row["modified"], color_scheme="gray", size="2")),
+        rx.table.cell(
+            rx.cond(
+                WorkflowsState.can_edit,
+                rx.hstack(
+                    rx.button(rx.icon("pencil", size=14), "Rename", size="1", variant="soft",
+                              on_click=WorkflowsState.start_rename(row["id"], row["name"]),
+                              class_name="rename-button"),
+                    rx.button(rx.icon("trash-2", size=14), "Delete", size="1", variant="soft",
+                              color_scheme="red",
+                              on_click=WorkflowsState.ask_delete(row["id"], row["name"]),
+                              class_name="delete-button"),
+                ),
+            )
+        ),
+        class_name="workflow-row",
+    )
+
+
+def delete_dialog() -> rx.Component:
+    return rx.alert_dialog.root(
+        rx.alert_dialog.content(
+            rx.alert_dialog.title("Delete workflow"),
+            rx.alert_dialog.description(
+                "Delete '", WorkflowsState.delete_name,
+                "' with all its versions and runs? This cannot be undone.",
+            ),
+            rx.hstack(
+                rx.alert_dialog.cancel(
+                    rx.button("Cancel", variant="soft", on_click=WorkflowsState.cancel_delete)
+                ),
+                rx.alert_dialog.action(
+                    rx.button("Delete", color_scheme="red", on_click=WorkflowsState.confirm_delete,
+                              id="confirm-delete")
+                ),
+                justify="end",
+                spacing="3",
+                margin_top="1em",
+            ),
+        ),
+        open=WorkflowsState.delete_id != "",
+    )
+
+
+def workflow_table() -> rx.Component:
+    return rx.table.root(
+        rx.table.header(
+            rx.table.row(
+                rx.table.column_header_cell("Name"),
+                rx.table.column_header_cell("Versions"),
+                rx.table.column_header_cell("Last change"),
+                rx.table.column_header_cell(""),
+            )
+        ),
+        rx.table.body(rx.foreach(WorkflowsState.workflows, workflow_row)),
+        width="100%",
+        id="workflow-table",
+    )
+
+
+def workflows_page() -> rx.Component:
+    return page_shell(
+        "Workflows",
+        rx.cond(
+            WorkflowsState.loaded & (WorkflowsState.instance_id == ""),
+            empty_state("lock", "No Graphical Editor instance",
+                        "You have no access to a Graphical Editor instance. Ask an administrator "
+                        "of your mandate to give you a role in one."),
+            rx.vstack(
+                rx.hstack(instance_picker(), rx.cond(WorkflowsState.can_edit, create_form()),
+                          spacing="4", align="center"),
+                rx.cond(WorkflowsState.error != "",
+                        rx.callout(WorkflowsState.error, icon="triangle-alert", color_scheme="red",
+                                   id="workflows-error")),
+                rx.cond(WorkflowsState.notice != "",
+                        rx.callout(WorkflowsState.notice, icon="check", color_scheme="green",
+                                   id="workflows-notice")),
+                rx.cond(
+                    WorkflowsState.workflows.length() > 0,
+                    workflow_table(),
+                    rx.cond(
+                        WorkflowsState.loaded,
+                        empty_state("workflow", "No workflows yet",
+                                    "Create the first workflow of this instance with the name field above."),
+                    ),
+                ),
+                delete_dialog(),
+                width="100%",
+                spacing="4",
+            ),
+        ),
+    )

@@ -1,0 +1,1 @@
+"""Reflex state classes: thin, they call backend/ and hold what the page shows."""

@@ -1,0 +1,94 @@
+"""Sign-in state shared by every page: the token and who is signed in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import reflex as rx
+from sqlmodel import Session
+
+from backend import auth
+from backend.db import session_scope
+from backend.db.models import User
+
+
+class NotSignedIn(Exception):
+    """The browser's token is missing, expired or revoked."""
+
+
+class AuthState(rx.State):
+    """The browser's bearer token (kept in localStorage) and the signed-in user."""
+
+    token: str = rx.LocalStorage("", name="poweron_token", sync=True)
+    username: str = ""
+    display_name: str = ""
+    is_sysadmin: bool = False
+    login_error: str = ""
+    login_busy: bool = False
+
+    @contextmanager
+    def _user_session(self) -> Iterator[tuple[Session, User]]:
+        """A database transaction and the signed-in user, or NotSignedIn."""
+        with session_scope() as session:
+            user = auth.user_for_token(session, self.token)
+            if user is None:
+                raise NotSignedIn()
+            yield session, user
+
+    def _remember(self, user: User) -> None:
+        self.username = user.username
+        self.display_name = user.display_name or user.username
+        self.is_sysadmin = user.is_sysadmin
+
+    @rx.event
+    def require_login(self):
+        """on_load of protected pages: send anyone without a valid token to /login."""
+        with session_scope() as session:
+            user = auth.user_for_token(session, self.token)
+            if user is None:
+                self.token = ""
+                return rx.redirect("/login")
+            self._remember(user)
+
+    @rx.event
+    def redirect_signed_in(self):
+        """on_load of /login and /: go straight to the app when the token is still valid."""
+        with session_scope() as session:
+            user = auth.user_for_token(session, self.token)
+        if user is not None:
+            return rx.redirect("/workflows")
+        if self.router.page.path == "/":
+            return rx.redirect("/login")
+
+    @rx.event
+    def login(self, form_data: dict):
+        """Check the credentials of the login form and keep the issued token."""
+        self.login_error = ""
+        username = (form_data.get("username") or "").strip()
+        password = form_data.get("password") or ""
+        if not username or not password:
+            self.login_error = "Enter your username and password."
+            return
+        try:
+            with session_scope() as session:
+                issued = auth.login(session, username, password)
+                user = session.get(User, issued.user_id)
+                self._remember(user)
+        except auth.LoginFailed as exc:
+            self.login_error = str(exc)
+            return
+        self.token = issued.token
+        return rx.redirect("/workflows")
+
+    @rx.event
+    def logout(self):
+        """Revoke the token and return to the login page."""
+        if self.token:
+            with session_scope() as session:
+                auth.revoke_token(session, self.token)
+        self.token = ""
+        self.username = ""
+        self.display_name = ""
+        self.is_sysadmin = False
+        return rx.redirect("/login")
