@@ -18,8 +18,15 @@ import pytest
 from sqlmodel import Session
 
 from backend.db.models import HumanTask, Workflow, WorkflowRun, WorkflowVersion
-from backend.statemachines import ConcurrentTransition, IllegalTransition
-from backend.statemachines import agent_run, human_task, scheduler_job, workflow_run, workflow_version
+from backend.statemachines import (
+    ConcurrentTransition,
+    IllegalTransition,
+    agent_run,
+    human_task,
+    scheduler_job,
+    workflow_run,
+    workflow_version,
+)
 from backend.statemachines.base import StateMachine
 
 # --- how to put a persisted object into a state and drive each event -----------------------
@@ -238,7 +245,9 @@ def _stand_in(lifecycle_name: str, state: str, obj_id: str) -> Any:
     return SimpleNamespace(id=obj_id, status=state)
 
 
-def _assert_names_everything(error: IllegalTransition, name: str, obj_id: str, state: str, event: str) -> None:
+def _assert_names_everything(
+    error: IllegalTransition, name: str, obj_id: str, state: str, event: str
+) -> None:
     message = str(error)
     for part in (name, obj_id, state, event):
         assert part in message, f"{part!r} missing from {message!r}"
