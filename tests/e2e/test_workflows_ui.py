@@ -1,0 +1,80 @@
+"""A person signs in, manages workflows in the browser and signs out."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import ADMIN_PASSWORD
+
+pytestmark = __import__("pytest").mark.e2e
+
+
+def sign_in(page: Page, username: str, password: str) -> None:
+    page.goto("/login")
+    page.locator("#login-username").fill(username)
+    page.locator("#login-password").fill(password)
+    page.locator("#login-submit").click()
+
+
+def workflow_names(page: Page):
+    return page.locator(".workflow-name")
+
+
+def test_wrong_password_shows_the_generic_message(page: Page):
+    sign_in(page, "admin", "wrong-password")
+    expect(page.locator("#login-error")).to_have_text("Unknown user or wrong password.")
+    expect(page).to_have_url(re.compile(r"/login$"))
+
+
+def test_protected_pages_send_strangers_to_login(page: Page):
+    page.goto("/workflows")
+    expect(page).to_have_url(re.compile(r"/login$"))
+    expect(page.locator("#login-username")).to_be_visible()
+
+
+def test_sign_in_create_rename_delete_and_sign_out(page: Page):
+    sign_in(page, "admin", ADMIN_PASSWORD)
+    expect(page).to_have_url(re.compile(r"/workflows$"))
+    expect(page.locator("#page-title")).to_have_text("Workflows")
+    expect(page.locator("#current-user")).to_have_text("System administrator")
+
+    page.locator("#new-workflow-name").fill("Invoice approval")
+    page.locator("#create-workflow").click()
+    expect(workflow_names(page)).to_have_text(["Invoice approval"])
+    expect(page.locator("#workflows-notice")).to_contain_text("Created 'Invoice approval'")
+
+    # The same name again is refused with a clear message and nothing new is listed.
+    page.locator("#new-workflow-name").fill("Invoice approval")
+    page.locator("#create-workflow").click()
+    expect(page.locator("#workflows-error")).to_contain_text("already exists")
+    expect(workflow_names(page)).to_have_count(1)
+
+    row = page.locator(".workflow-row", has_text="Invoice approval")
+    row.locator(".rename-button").click()
+    page.locator("#rename-input").fill("Invoice approval (CHF)")
+    page.locator("#rename-save").click()
+    expect(workflow_names(page)).to_have_text(["Invoice approval (CHF)"])
+
+    # The list survives a reload: it comes from the database, not from the page.
+    page.reload()
+    expect(workflow_names(page)).to_have_text(["Invoice approval (CHF)"])
+
+    page.locator(".workflow-row", has_text="Invoice approval (CHF)").locator(".delete-button").click()
+    page.locator("#confirm-delete").click()
+    expect(workflow_names(page)).to_have_count(0)
+    expect(page.locator("#empty-state")).to_contain_text("No workflows yet")
+
+    page.locator("#logout-button").click()
+    expect(page).to_have_url(re.compile(r"/login$"))
+    page.goto("/workflows")
+    expect(page).to_have_url(re.compile(r"/login$"))
+
+
+def test_pages_without_their_capability_say_so(page: Page):
+    sign_in(page, "admin", ADMIN_PASSWORD)
+    expect(page).to_have_url(re.compile(r"/workflows$"))
+    for nav, heading in (("monitor", "Nothing to monitor yet"), ("inbox", "Your inbox is empty")):
+        page.locator(f"#nav-{nav}").click()
+        expect(page.locator("#empty-state")).to_contain_text(heading)
