@@ -18,7 +18,7 @@ from backend.db.models import (
     UserMandate,
     UserMandateRole,
 )
-from backend.errors import Conflict, InvalidInput, FieldError, NotFound
+from backend.errors import Conflict, FieldError, InvalidInput, NotFound
 from backend.features.registry import DEFAULT_TEMPLATE_ROLES, get_feature, get_features
 
 SYSTEM_ROLE_LABELS = DEFAULT_TEMPLATE_ROLES
@@ -167,7 +167,9 @@ def instances_for_user(session: Session, user: User, feature_code: str | None = 
     return list(session.exec(query.order_by(FeatureInstance.label)).all())
 
 
-def require_instance(session: Session, user: User, instance_id: str, feature_code: str) -> tuple[FeatureInstance, list[str]]:
+def require_instance(
+    session: Session, user: User, instance_id: str, feature_code: str
+) -> tuple[FeatureInstance, list[str]]:
     """The instance and the user's roles in it; NotFound if missing, foreign or not shared.
 
     The answer for a foreign instance is the same as for a missing one on purpose.

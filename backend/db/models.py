@@ -9,7 +9,7 @@ Times are timezone-aware UTC.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, event, inspect, text
@@ -20,7 +20,7 @@ EXECUTION_LOG_LIMIT = 50
 
 def utcnow() -> datetime:
     """Current time, timezone-aware UTC (SQLModel's UTCDateTime stores and returns that)."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def new_id() -> str:
