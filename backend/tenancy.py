@@ -6,7 +6,9 @@ templates at creation, exactly as the spec describes, and granted to users.
 
 from __future__ import annotations
 
-from sqlmodel import Session, select
+from typing import Any
+
+from sqlmodel import Session, SQLModel, select
 
 from backend.db.models import (
     FeatureAccess,
@@ -100,48 +102,30 @@ def _role(session: Session, label: str, mandate_id: str, instance_id: str | None
     return role
 
 
+def _get_or_create(session: Session, model: type[SQLModel], **keys: str) -> Any:
+    """The row of `model` with these column values, created when missing."""
+    row = session.exec(select(model).filter_by(**keys)).first()
+    if row is None:
+        row = model(**keys)
+        session.add(row)
+        session.flush()
+    return row
+
+
 def grant_mandate_roles(session: Session, user: User, mandate: Mandate, labels: list[str]) -> None:
     """Make `user` a member of `mandate` holding the mandate roles `labels`."""
-    membership = session.exec(
-        select(UserMandate).where(UserMandate.user_id == user.id, UserMandate.mandate_id == mandate.id)
-    ).first()
-    if membership is None:
-        membership = UserMandate(user_id=user.id, mandate_id=mandate.id)
-        session.add(membership)
-        session.flush()
+    membership = _get_or_create(session, UserMandate, user_id=user.id, mandate_id=mandate.id)
     for label in labels:
         role = _role(session, label, mandate.id, None)
-        held = session.exec(
-            select(UserMandateRole).where(
-                UserMandateRole.user_mandate_id == membership.id, UserMandateRole.role_id == role.id
-            )
-        ).first()
-        if held is None:
-            session.add(UserMandateRole(user_mandate_id=membership.id, role_id=role.id))
-    session.flush()
+        _get_or_create(session, UserMandateRole, user_mandate_id=membership.id, role_id=role.id)
 
 
 def grant_instance_roles(session: Session, user: User, instance: FeatureInstance, labels: list[str]) -> None:
     """Give `user` access to `instance` with the instance roles `labels`."""
-    access = session.exec(
-        select(FeatureAccess).where(
-            FeatureAccess.user_id == user.id, FeatureAccess.feature_instance_id == instance.id
-        )
-    ).first()
-    if access is None:
-        access = FeatureAccess(user_id=user.id, feature_instance_id=instance.id)
-        session.add(access)
-        session.flush()
+    access = _get_or_create(session, FeatureAccess, user_id=user.id, feature_instance_id=instance.id)
     for label in labels:
         role = _role(session, label, instance.mandate_id, instance.id)
-        held = session.exec(
-            select(FeatureAccessRole).where(
-                FeatureAccessRole.feature_access_id == access.id, FeatureAccessRole.role_id == role.id
-            )
-        ).first()
-        if held is None:
-            session.add(FeatureAccessRole(feature_access_id=access.id, role_id=role.id))
-    session.flush()
+        _get_or_create(session, FeatureAccessRole, feature_access_id=access.id, role_id=role.id)
 
 
 def instance_role_labels(session: Session, user: User, instance_id: str) -> list[str]:

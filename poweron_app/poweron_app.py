@@ -21,7 +21,7 @@ def _prepare_database() -> None:
 app = rx.App(api_transformer=create_api())
 app.register_lifespan_task(_prepare_database)
 
-app.add_page(rx.center(rx.spinner()), route="/", title="PowerOn", on_load=AuthState.redirect_signed_in)
+app.add_page(rx.center(rx.spinner()), route="/", title="PowerOn", on_load=AuthState.route_home)
 app.add_page(login_page, route="/login", title="Sign in · PowerOn", on_load=AuthState.redirect_signed_in)
 app.add_page(workflows_page, route="/workflows", title="Workflows · PowerOn", on_load=WorkflowsState.load)
 for _title in PENDING_PAGES:

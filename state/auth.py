@@ -51,15 +51,21 @@ class AuthState(rx.State):
                 return rx.redirect("/login")
             self._remember(user)
 
+    def _signed_in(self) -> bool:
+        with session_scope() as session:
+            return auth.user_for_token(session, self.token) is not None
+
     @rx.event
     def redirect_signed_in(self):
-        """on_load of /login and /: go straight to the app when the token is still valid."""
-        with session_scope() as session:
-            user = auth.user_for_token(session, self.token)
-        if user is not None:
+        """on_load of /login: go straight to the app when the token is still valid."""
+        if self._signed_in():
             return rx.redirect("/workflows")
-        if self.router.page.path == "/":
-            return rx.redirect("/login")
+        return None
+
+    @rx.event
+    def route_home(self):
+        """on_load of /: the app for the signed in, the login page for everybody else."""
+        return rx.redirect("/workflows" if self._signed_in() else "/login")
 
     @rx.event
     def login(self, form_data: dict):

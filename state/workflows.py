@@ -55,15 +55,15 @@ class WorkflowsState(AuthState):
             if self.instance_id:
                 instance, roles = require_instance(session, user, self.instance_id, FEATURE_CODE)
                 self.can_edit = can_modify(roles)
-                for workflow in service.list_workflows(session, instance):
-                    published = service.published_version(session, workflow)
-                    draft = service.draft_version(session, workflow)
+                workflows = service.list_workflows(session, instance)
+                numbers = service.version_numbers(session, workflows)
+                for workflow in workflows:
                     self.workflows.append(
                         WorkflowRow(
                             id=workflow.id,
                             name=workflow.name,
                             description=workflow.description,
-                            status=_status_text(published, draft),
+                            status=_status_text(numbers[workflow.id]),
                             modified=workflow.sys_modified_at.strftime("%Y-%m-%d %H:%M UTC"),
                         )
                     )
@@ -172,10 +172,6 @@ class WorkflowsState(AuthState):
         )
 
 
-def _status_text(published, draft) -> str:
-    parts = []
-    if published is not None:
-        parts.append(f"published v{published.version_number}")
-    if draft is not None:
-        parts.append(f"draft v{draft.version_number}")
+def _status_text(numbers: dict[str, int]) -> str:
+    parts = [f"{status} v{numbers[status]}" for status in ("published", "draft") if status in numbers]
     return " · ".join(parts) or "archived"

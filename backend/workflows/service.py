@@ -168,6 +168,22 @@ def published_version(session: Session, workflow: Workflow) -> WorkflowVersion |
     return _version_in(session, workflow, lifecycle.PUBLISHED)
 
 
+def version_numbers(session: Session, workflows: list[Workflow]) -> dict[str, dict[str, int]]:
+    """For each workflow id, the version number of its draft and published version (one query)."""
+    numbers: dict[str, dict[str, int]] = {w.id: {} for w in workflows}
+    if not workflows:
+        return numbers
+    rows = session.exec(
+        select(WorkflowVersion.workflow_id, WorkflowVersion.status, WorkflowVersion.version_number).where(
+            WorkflowVersion.workflow_id.in_(list(numbers)),
+            WorkflowVersion.status.in_([lifecycle.DRAFT, lifecycle.PUBLISHED]),
+        )
+    ).all()
+    for workflow_id, status, number in rows:
+        numbers[workflow_id][status] = number
+    return numbers
+
+
 def current_graph(session: Session, workflow: Workflow) -> dict[str, Any]:
     """The graph a person edits: the draft's, else the published one's."""
     version = draft_version(session, workflow) or published_version(session, workflow)

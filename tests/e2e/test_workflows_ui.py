@@ -29,9 +29,10 @@ def test_wrong_password_shows_the_generic_message(page: Page):
 
 
 def test_protected_pages_send_strangers_to_login(page: Page):
-    page.goto("/workflows")
-    expect(page).to_have_url(re.compile(r"/login$"))
-    expect(page.locator("#login-username")).to_be_visible()
+    for path in ("/", "/workflows", "/admin"):
+        page.goto(path)
+        expect(page).to_have_url(re.compile(r"/login$"))
+        expect(page.locator("#login-username")).to_be_visible()
 
 
 def test_sign_in_create_rename_delete_and_sign_out(page: Page):
@@ -74,6 +75,8 @@ def test_sign_in_create_rename_delete_and_sign_out(page: Page):
 
 def test_pages_without_their_capability_say_so(page: Page):
     sign_in(page, "admin", ADMIN_PASSWORD)
+    expect(page).to_have_url(re.compile(r"/workflows$"))
+    page.goto("/")
     expect(page).to_have_url(re.compile(r"/workflows$"))
     for nav, heading in (("monitor", "Nothing to monitor yet"), ("inbox", "Your inbox is empty")):
         page.locator(f"#nav-{nav}").click()

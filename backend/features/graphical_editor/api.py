@@ -55,45 +55,52 @@ def instance_context(
 Ctx = Annotated[InstanceContext, Depends(instance_context)]
 
 
-def workflow_out(ctx: InstanceContext, workflow: Workflow, detail: bool = False) -> WorkflowOut:
-    draft = service.draft_version(ctx.session, workflow)
-    published = service.published_version(ctx.session, workflow)
-    data = WorkflowOut.model_validate(workflow).model_dump()
-    data["draft_version"] = draft.version_number if draft else None
-    data["published_version"] = published.version_number if published else None
-    if not detail:
-        return WorkflowOut(**data)
-    graph = (draft or published).graph if (draft or published) else {"nodes": [], "edges": []}
-    return WorkflowDetail(**data, graph=graph, execution_logs=workflow.execution_logs or [])
+def workflow_out(ctx: InstanceContext, workflow: Workflow, numbers: dict[str, int] | None = None) -> WorkflowOut:
+    """The list form of a workflow; `numbers` from service.version_numbers saves a query."""
+    if numbers is None:
+        numbers = service.version_numbers(ctx.session, [workflow])[workflow.id]
+    return WorkflowOut.model_validate(workflow).model_copy(
+        update={"draft_version": numbers.get("draft"), "published_version": numbers.get("published")}
+    )
+
+
+def workflow_detail(ctx: InstanceContext, workflow: Workflow) -> WorkflowDetail:
+    """The full form of a workflow: with the graph a person edits and the audit log."""
+    summary = workflow_out(ctx, workflow).model_dump()
+    return WorkflowDetail(
+        **summary, graph=service.current_graph(ctx.session, workflow), execution_logs=workflow.execution_logs or []
+    )
 
 
 @router.get("/workflows", response_model=list[WorkflowOut], response_model_by_alias=True)
 def list_workflows(ctx: Ctx) -> list[WorkflowOut]:
-    return [workflow_out(ctx, w) for w in service.list_workflows(ctx.session, ctx.instance)]
+    workflows = service.list_workflows(ctx.session, ctx.instance)
+    numbers = service.version_numbers(ctx.session, workflows)
+    return [workflow_out(ctx, w, numbers[w.id]) for w in workflows]
 
 
 @router.post("/workflows", status_code=201, response_model=WorkflowDetail)
-def create_workflow(body: WorkflowCreate, ctx: Ctx) -> WorkflowOut:
+def create_workflow(body: WorkflowCreate, ctx: Ctx) -> WorkflowDetail:
     ctx.require_modify()
     workflow = service.create_workflow(
         ctx.session, ctx.user, ctx.instance, body.name, body.description, body.graph
     )
-    return workflow_out(ctx, workflow, detail=True)
+    return workflow_detail(ctx, workflow)
 
 
 @router.get("/workflows/{workflowId}", response_model=WorkflowDetail)
-def get_workflow(workflow_id: Annotated[str, Path(alias="workflowId")], ctx: Ctx) -> WorkflowOut:
-    return workflow_out(ctx, ctx.workflow(workflow_id), detail=True)
+def get_workflow(workflow_id: Annotated[str, Path(alias="workflowId")], ctx: Ctx) -> WorkflowDetail:
+    return workflow_detail(ctx, ctx.workflow(workflow_id))
 
 
 @router.patch("/workflows/{workflowId}", response_model=WorkflowDetail)
-def patch_workflow(workflow_id: Annotated[str, Path(alias="workflowId")], body: WorkflowPatch, ctx: Ctx) -> WorkflowOut:
+def patch_workflow(workflow_id: Annotated[str, Path(alias="workflowId")], body: WorkflowPatch, ctx: Ctx) -> WorkflowDetail:
     ctx.require_modify()
     workflow = ctx.workflow(workflow_id)
     service.update_workflow(
         ctx.session, ctx.user, workflow, ctx.instance, body.name, body.description, body.active
     )
-    return workflow_out(ctx, workflow, detail=True)
+    return workflow_detail(ctx, workflow)
 
 
 @router.delete("/workflows/{workflowId}", status_code=204)
