@@ -15,14 +15,10 @@ from sqlmodel import Session, select
 from backend.auth import hash_password
 from backend.config import get_settings
 from backend.db import migrate, session_scope
-from backend.db.models import FeatureInstance, Mandate, User
-from backend.tenancy import (
-    create_feature_instance,
-    create_mandate,
-    ensure_template_roles,
-    grant_instance_roles,
-    grant_mandate_roles,
-)
+from backend.db.models import Feature, FeatureInstance, Mandate, User
+from backend.features.registry import get_features
+from backend.rbac.templates import ensure_template_roles, sync_ui_objects
+from backend.tenancy import create_feature_instance, create_mandate, grant_instance_roles, grant_mandate_roles
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +63,20 @@ def _ensure_default_mandate(session: Session, admin: User) -> bool:
     return True
 
 
+def sync_catalog(session: Session) -> None:
+    """Feature catalogue and template roles as the code declares them; new UI objects onto copies."""
+    features = get_features()
+    for feature in features.values():
+        row = session.get(Feature, feature.code) or Feature(code=feature.code, label=feature.label)
+        row.label, row.icon = feature.label, feature.icon
+        session.add(row)
+    ensure_template_roles(session, {code: f.template_roles for code, f in features.items()})
+    sync_ui_objects(session)
+
+
 def bootstrap(session: Session) -> BootstrapResult:
-    """Create whatever of the first-start objects is missing."""
-    ensure_template_roles(session)
+    """Sync the catalogue, then create whatever of the first-start objects is missing."""
+    sync_catalog(session)
     admin, created, generated = _ensure_admin(session)
     mandate_created = _ensure_default_mandate(session, admin) if created else False
     return BootstrapResult(created, generated, mandate_created)

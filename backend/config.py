@@ -29,6 +29,13 @@ class Settings:
         admin_user: Username of the first system administrator.
         admin_password: Their password, or None to generate one at first start.
         login_token_hours: Lifetime of a login token.
+        oidc_issuer: Issuer URL of the OpenID Connect provider for single sign-on, or None.
+        oidc_client_id: Client id registered at that provider, or None.
+        oidc_client_secret: Its client secret, or None.
+        oidc_mandate: Name of the mandate new single sign-on users join.
+        oidc_roles: Mandate role labels new single sign-on users get.
+        ui_url: Where the browser UI lives (the sign-on result is sent there).
+        api_url: Public URL of the API (the provider redirects back to it).
     """
 
     db_url: str
@@ -37,6 +44,18 @@ class Settings:
     admin_user: str
     admin_password: str | None
     login_token_hours: int = 12
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: str | None = None
+    oidc_mandate: str = "Default"
+    oidc_roles: tuple[str, ...] = ("user",)
+    ui_url: str = "http://localhost:3000"
+    api_url: str = "http://localhost:8000"
+
+    @property
+    def sso_enabled(self) -> bool:
+        """Single sign-on is on when issuer, client id and client secret are all set."""
+        return bool(self.oidc_issuer and self.oidc_client_id and self.oidc_client_secret)
 
 
 def _data_dir() -> Path:
@@ -65,6 +84,12 @@ def _normalise_db_url(url: str) -> str:
     return url
 
 
+def _csv(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    """The non-empty items of a comma-separated setting, or `default` when there are none."""
+    items = tuple(item.strip() for item in (value or "").split(",") if item.strip())
+    return items or default
+
+
 @functools.cache
 def get_settings() -> Settings:
     """Read the configuration once per process."""
@@ -78,6 +103,13 @@ def get_settings() -> Settings:
         admin_user=os.environ.get("POWERON_ADMIN_USER") or "admin",
         admin_password=os.environ.get("POWERON_ADMIN_PASSWORD") or None,
         login_token_hours=int(os.environ.get("POWERON_LOGIN_TOKEN_HOURS", "12")),
+        oidc_issuer=(os.environ.get("POWERON_OIDC_ISSUER") or "").strip() or None,
+        oidc_client_id=(os.environ.get("POWERON_OIDC_CLIENT_ID") or "").strip() or None,
+        oidc_client_secret=os.environ.get("POWERON_OIDC_CLIENT_SECRET") or None,
+        oidc_mandate=(os.environ.get("POWERON_OIDC_MANDATE") or "").strip() or "Default",
+        oidc_roles=_csv(os.environ.get("POWERON_OIDC_ROLES"), default=("user",)),
+        ui_url=(os.environ.get("POWERON_UI_URL") or "").strip().rstrip("/") or "http://localhost:3000",
+        api_url=(os.environ.get("POWERON_API_URL") or "").strip().rstrip("/") or "http://localhost:8000",
     )
 
 

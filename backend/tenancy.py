@@ -1,7 +1,7 @@
-"""Mandates, feature instances, template roles and role grants (spec §4.1–4.2).
+"""Mandates, feature instances and role grants (spec §4.1–4.2).
 
-The RBAC issue adds AccessRules and the resolver; here roles are copied from their
-templates at creation, exactly as the spec describes, and granted to users.
+Creating a mandate or an instance copies the template roles with their AccessRules
+(backend.rbac.templates); granting gives a user such a copy.
 """
 
 from __future__ import annotations
@@ -20,27 +20,9 @@ from backend.db.models import (
     UserMandate,
     UserMandateRole,
 )
-from backend.errors import Conflict, FieldError, InvalidInput, NotFound
-from backend.features.registry import DEFAULT_TEMPLATE_ROLES, get_feature, get_features
-
-SYSTEM_ROLE_LABELS = DEFAULT_TEMPLATE_ROLES
-
-
-def ensure_template_roles(session: Session) -> None:
-    """Create the system and feature template roles that do not exist yet."""
-    existing = {
-        (r.role_label, r.feature_code)
-        for r in session.exec(select(Role).where(Role.mandate_id.is_(None))).all()
-    }
-    for label in SYSTEM_ROLE_LABELS:
-        if (label, None) not in existing:
-            session.add(Role(role_label=label, is_system_role=True))
-    for feature in get_features().values():
-        for suffix in feature.template_roles:
-            label = feature.role_label(suffix)
-            if (label, feature.code) not in existing:
-                session.add(Role(role_label=label, feature_code=feature.code))
-    session.flush()
+from backend.errors import Conflict, FieldError, InvalidInput
+from backend.features.registry import get_feature
+from backend.rbac.templates import copy_system_roles_to_mandate, copy_template_roles_to_instance
 
 
 def create_mandate(session: Session, name: str) -> Mandate:
@@ -53,10 +35,7 @@ def create_mandate(session: Session, name: str) -> Mandate:
     mandate = Mandate(name=name)
     session.add(mandate)
     session.flush()
-    templates = session.exec(select(Role).where(Role.is_system_role.is_(True))).all()
-    for template in templates:
-        session.add(Role(role_label=template.role_label, mandate_id=mandate.id))
-    session.flush()
+    copy_system_roles_to_mandate(session, mandate)
     return mandate
 
 
@@ -77,15 +56,7 @@ def create_feature_instance(session: Session, mandate: Mandate, feature_code: st
     instance = FeatureInstance(mandate_id=mandate.id, feature_code=feature_code, label=label)
     session.add(instance)
     session.flush()
-    templates = session.exec(
-        select(Role).where(Role.mandate_id.is_(None), Role.feature_code == feature_code)
-    ).all()
-    for template in templates:
-        session.add(
-            Role(role_label=template.role_label, mandate_id=mandate.id,
-                 feature_instance_id=instance.id, feature_code=feature_code)
-        )
-    session.flush()
+    copy_template_roles_to_instance(session, instance)
     return instance
 
 
@@ -137,39 +108,3 @@ def instance_role_labels(session: Session, user: User, instance_id: str) -> list
         .where(FeatureAccess.user_id == user.id, FeatureAccess.feature_instance_id == instance_id)
     ).all()
     return sorted(rows)
-
-
-def instances_for_user(session: Session, user: User, feature_code: str | None = None) -> list[FeatureInstance]:
-    """The feature instances `user` has access to, optionally of one feature."""
-    query = (
-        select(FeatureInstance)
-        .join(FeatureAccess, FeatureAccess.feature_instance_id == FeatureInstance.id)
-        .where(FeatureAccess.user_id == user.id)
-    )
-    if feature_code:
-        query = query.where(FeatureInstance.feature_code == feature_code)
-    return list(session.exec(query.order_by(FeatureInstance.label)).all())
-
-
-def require_instance(
-    session: Session, user: User, instance_id: str, feature_code: str
-) -> tuple[FeatureInstance, list[str]]:
-    """The instance and the user's roles in it; NotFound if missing, foreign or not shared.
-
-    The answer for a foreign instance is the same as for a missing one on purpose.
-    """
-    instance = session.get(FeatureInstance, instance_id)
-    if instance is None or instance.feature_code != feature_code:
-        raise NotFound(f"feature instance {instance_id} not found")
-    roles = instance_role_labels(session, user, instance.id)
-    if not roles:
-        raise NotFound(f"feature instance {instance_id} not found")
-    return instance, roles
-
-
-def can_modify(roles: list[str]) -> bool:
-    """Whether the instance roles allow changing data (viewers only read).
-
-    The RBAC issue replaces this with the AccessRule resolver.
-    """
-    return any(not label.endswith("-viewer") for label in roles)

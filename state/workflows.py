@@ -6,9 +6,10 @@ from typing import TypedDict
 
 import reflex as rx
 
-from backend.errors import DomainError, Forbidden
+from backend.errors import DomainError
+from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
+from backend.rbac.access import AccessContext
 from backend.statemachines import ConcurrentTransition
-from backend.tenancy import can_modify, instances_for_user, require_instance
 from backend.workflows import service
 from state.auth import AuthState, NotSignedIn
 
@@ -34,7 +35,9 @@ class WorkflowsState(AuthState):
     instances: list[InstanceRow] = []
     instance_id: str = ""
     workflows: list[WorkflowRow] = []
-    can_edit: bool = False
+    can_create: bool = False
+    can_rename: bool = False
+    can_delete: bool = False
     loaded: bool = False
     error: str = ""
     notice: str = ""
@@ -46,16 +49,18 @@ class WorkflowsState(AuthState):
 
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
-            instances = instances_for_user(session, user, FEATURE_CODE)
+            instances = AccessContext(session, user).visible_instances(FEATURE_CODE)
             self.instances = [InstanceRow(id=i.id, label=i.label) for i in instances]
             if self.instance_id not in {i.id for i in instances}:
                 self.instance_id = instances[0].id if instances else ""
             self.workflows = []
-            self.can_edit = False
+            self.can_create = self.can_rename = self.can_delete = False
             if self.instance_id:
-                instance, roles = require_instance(session, user, self.instance_id, FEATURE_CODE)
-                self.can_edit = can_modify(roles)
-                workflows = service.list_workflows(session, instance)
+                iface = get_interface(user, None, self.instance_id, session)
+                self.can_create = iface.can_see("workflows.create") and iface.can("workflow", "create")
+                self.can_rename = iface.can_see("workflows.rename")
+                self.can_delete = iface.can_see("workflows.delete")
+                workflows = iface.list_workflows()
                 numbers = service.version_numbers(session, workflows)
                 for workflow in workflows:
                     self.workflows.append(
@@ -70,15 +75,12 @@ class WorkflowsState(AuthState):
         self.loaded = True
 
     def _run(self, action, success: str = ""):
-        """Run `action(session, user, instance)`, then reload; errors become the page's message."""
+        """Run `action(interface)`, then reload; errors become the page's message."""
         self.error = ""
         self.notice = ""
         try:
             with self._user_session() as (session, user):
-                instance, roles = require_instance(session, user, self.instance_id, FEATURE_CODE)
-                if not can_modify(roles):
-                    raise Forbidden("your roles in this instance allow reading only")
-                action(session, user, instance)
+                action(get_interface(user, None, self.instance_id, session))
         except NotSignedIn:
             return rx.redirect("/login")
         except (DomainError, ConcurrentTransition) as exc:
@@ -113,7 +115,7 @@ class WorkflowsState(AuthState):
         """Create a workflow with the typed name."""
         name = (form_data.get("name") or self.new_name or "").strip()
         result = self._run(
-            lambda session, user, instance: service.create_workflow(session, user, instance, name),
+            lambda iface: iface.create_workflow(name),
             success=f"Created '{name}'.",
         )
         if not self.error:
@@ -140,9 +142,8 @@ class WorkflowsState(AuthState):
         """Rename the workflow being edited."""
         workflow_id, name = self.rename_id, self.rename_value
 
-        def rename(session, user, instance):
-            workflow = service.get_workflow(session, instance, workflow_id)
-            service.update_workflow(session, user, workflow, instance, name=name)
+        def rename(iface: GraphicalEditorInterface):
+            iface.update_workflow(iface.get_workflow(workflow_id), name=name)
 
         result = self._run(rename, success=f"Renamed to '{name.strip()}'.")
         if not self.error:
@@ -165,9 +166,7 @@ class WorkflowsState(AuthState):
         workflow_id, name = self.delete_id, self.delete_name
         self.delete_id = ""
         return self._run(
-            lambda session, user, instance: service.delete_workflow(
-                session, service.get_workflow(session, instance, workflow_id)
-            ),
+            lambda iface: iface.delete_workflow(iface.get_workflow(workflow_id)),
             success=f"Deleted '{name}'.",
         )
 

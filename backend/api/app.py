@@ -58,5 +58,5 @@ def create_api() -> FastAPI:
     api.include_router(core_router)
     for feature in get_features().values():
         if feature.router is not None:
-            api.include_router(feature.router)
+            api.include_router(feature.router, prefix=f"/api/{feature.code}")
     return api

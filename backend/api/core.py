@@ -5,16 +5,15 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
-from sqlmodel import select
 
 from backend import __version__
 from backend.api.deps import CurrentUser, DbSession, bearer_token
 from backend.api.schemas import CamelModel, HealthResponse, LoginRequest, LoginResponse
 from backend.auth import LoginFailed, LoginThrottled, login, revoke_token
 from backend.db import session_scope
-from backend.db.models import FeatureInstance, Mandate, UserMandate
 from backend.features.registry import get_features
-from backend.tenancy import instance_role_labels, instances_for_user
+from backend.rbac.access import AccessContext
+from backend.tenancy import instance_role_labels
 
 router = APIRouter(prefix="/api")
 
@@ -79,10 +78,9 @@ class MeResponse(CamelModel):
 @router.get("/me", response_model=MeResponse, tags=["auth"])
 def me(user: CurrentUser, session: DbSession) -> MeResponse:
     """The caller, their mandates and feature instances with their roles."""
-    mandates = session.exec(
-        select(Mandate).join(UserMandate, UserMandate.mandate_id == Mandate.id).where(UserMandate.user_id == user.id)
-    ).all()
-    instances: list[FeatureInstance] = instances_for_user(session, user)
+    access = AccessContext(session, user)
+    mandates = access.visible_mandates()
+    instances = access.visible_instances()
     return MeResponse(
         id=user.id,
         username=user.username,

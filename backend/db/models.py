@@ -71,6 +71,14 @@ class FeatureInstance(SQLModel, table=True):
     sys_created_at: datetime = Field(default_factory=utcnow)
 
 
+class Feature(SQLModel, table=True):
+    """The global feature catalogue, synced from backend/features at start-up."""
+
+    code: str = Field(primary_key=True, max_length=64)
+    label: str = Field(max_length=200)
+    icon: str = Field(default="box", max_length=64)
+
+
 class Role(SQLModel, table=True):
     """A role: system or feature template (no mandate) or a mandate's / instance's copy."""
 
@@ -82,6 +90,27 @@ class Role(SQLModel, table=True):
         default=None, foreign_key="feature_instance.id", index=True, max_length=32
     )
     feature_code: str | None = Field(default=None, max_length=64)
+
+
+class AccessRule(SQLModel, table=True):
+    """What a role may do with one item (or a prefix of items, or everything) in one context.
+
+    `view` answers UI and RESOURCE checks; read/create/update/delete (none | own | all)
+    answer DATA checks, `own` meaning rows the user created (sysCreatedBy).
+    """
+
+    __tablename__ = "access_rule"
+    __table_args__ = (UniqueConstraint("role_id", "context", "item", name="uq_access_rule_item"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    role_id: str = Field(foreign_key="role.id", index=True, max_length=32)
+    context: str = Field(max_length=16)
+    item: str = Field(default="*", max_length=300)
+    view: bool = False
+    read: str = Field(default="none", max_length=8)
+    create: str = Field(default="none", max_length=8)
+    update: str = Field(default="none", max_length=8)
+    delete: str = Field(default="none", max_length=8)
 
 
 class UserMandate(SQLModel, table=True):
@@ -303,3 +332,33 @@ def _freeze_non_draft_graph(_mapper, _connection, target: WorkflowVersion) -> No
             f"WorkflowVersion {target.id} is '{target.status}': its graph cannot change; "
             "edit the draft instead"
         )
+
+
+# --- single sign-on (OpenID Connect) -------------------------------------------------------
+
+
+class OidcLogin(SQLModel, table=True):
+    """A sign-in started at the OpenID Connect provider and not finished yet (single use).
+
+    Only the SHA-256 digest of `state` is stored; nonce and PKCE verifier are needed in clear
+    to check the provider's answer. Rows live ten minutes.
+    """
+
+    __tablename__ = "oidc_login"
+
+    state_hash: str = Field(primary_key=True, max_length=64)
+    nonce: str = Field(max_length=128)
+    code_verifier: str = Field(max_length=128)
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime = Field(index=True)
+
+
+class SsoExchange(SQLModel, table=True):
+    """A one-time code (stored as SHA-256 digest) that the UI trades for a login token."""
+
+    __tablename__ = "sso_exchange"
+
+    code_hash: str = Field(primary_key=True, max_length=64)
+    user_id: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime = Field(index=True)

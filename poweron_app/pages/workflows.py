@@ -58,12 +58,15 @@ def workflow_row(row: WorkflowRow) -> rx.Component:
         rx.table.cell(rx.badge(row["status"], variant="soft")),
         rx.table.cell(rx.text(row["modified"], color_scheme="gray", size="2")),
         rx.table.cell(
-            rx.cond(
-                WorkflowsState.can_edit,
-                rx.hstack(
+            rx.hstack(
+                rx.cond(
+                    WorkflowsState.can_rename,
                     rx.button(rx.icon("pencil", size=14), "Rename", size="1", variant="soft",
                               on_click=WorkflowsState.start_rename(row["id"], row["name"]),
                               class_name="rename-button"),
+                ),
+                rx.cond(
+                    WorkflowsState.can_delete,
                     rx.button(rx.icon("trash-2", size=14), "Delete", size="1", variant="soft",
                               color_scheme="red",
                               on_click=WorkflowsState.ask_delete(row["id"], row["name"]),
@@ -125,7 +128,7 @@ def workflows_page() -> rx.Component:
                         "You have no access to a Graphical Editor instance. Ask an administrator "
                         "of your mandate to give you a role in one."),
             rx.vstack(
-                rx.hstack(instance_picker(), rx.cond(WorkflowsState.can_edit, create_form()),
+                rx.hstack(instance_picker(), rx.cond(WorkflowsState.can_create, create_form()),
                           spacing="4", align="center"),
                 rx.cond(WorkflowsState.error != "",
                         rx.callout(WorkflowsState.error, icon="triangle-alert", color_scheme="red",

@@ -1,0 +1,122 @@
+"""REST routes of one Graphical Editor instance: {base} = /api/graphicalEditor/{instanceId}.
+
+Mounted automatically under /api/graphicalEditor by the feature registry.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Response
+
+from backend.api.deps import CurrentUser, DbSession
+from backend.api.permissions import permission
+from backend.api.schemas import (
+    DraftPut,
+    RestoreRequest,
+    VersionOut,
+    WorkflowCreate,
+    WorkflowDetail,
+    WorkflowOut,
+    WorkflowPatch,
+)
+from backend.db.models import Workflow
+from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
+from backend.workflows import service
+
+router = APIRouter(prefix="/{instanceId}", tags=["graphicalEditor"])
+
+WORKFLOW = "data.feature.graphicalEditor.workflow"
+VERSION = "data.feature.graphicalEditor.workflow_version"
+PUBLISH = "resource.feature.graphicalEditor.publish"
+
+
+def interface(
+    instance_id: Annotated[str, Path(alias="instanceId")], user: CurrentUser, session: DbSession
+) -> GraphicalEditorInterface:
+    return get_interface(user, None, instance_id, session)
+
+
+Iface = Annotated[GraphicalEditorInterface, Depends(interface)]
+WorkflowId = Annotated[str, Path(alias="workflowId")]
+
+
+def workflow_out(iface: GraphicalEditorInterface, workflow: Workflow,
+                 numbers: dict[str, int] | None = None) -> WorkflowOut:
+    """The list form of a workflow; `numbers` from service.version_numbers saves a query."""
+    if numbers is None:
+        numbers = service.version_numbers(iface.session, [workflow])[workflow.id]
+    return WorkflowOut.model_validate(workflow).model_copy(
+        update={"draft_version": numbers.get("draft"), "published_version": numbers.get("published")}
+    )
+
+
+def workflow_detail(iface: GraphicalEditorInterface, workflow: Workflow) -> WorkflowDetail:
+    """The full form: with the graph a person edits and the audit log."""
+    summary = workflow_out(iface, workflow).model_dump()
+    return WorkflowDetail(
+        **summary, graph=service.current_graph(iface.session, workflow), execution_logs=workflow.execution_logs or []
+    )
+
+
+@router.get("/workflows", response_model=list[WorkflowOut], **permission("DATA", WORKFLOW, "read"))
+def list_workflows(iface: Iface) -> list[WorkflowOut]:
+    workflows = iface.list_workflows()
+    numbers = service.version_numbers(iface.session, workflows)
+    return [workflow_out(iface, w, numbers[w.id]) for w in workflows]
+
+
+@router.post("/workflows", status_code=201, response_model=WorkflowDetail, **permission("DATA", WORKFLOW, "create"))
+def create_workflow(body: WorkflowCreate, iface: Iface) -> WorkflowDetail:
+    return workflow_detail(iface, iface.create_workflow(body.name, body.description, body.graph))
+
+
+@router.get("/workflows/{workflowId}", response_model=WorkflowDetail, **permission("DATA", WORKFLOW, "read"))
+def get_workflow(workflow_id: WorkflowId, iface: Iface) -> WorkflowDetail:
+    return workflow_detail(iface, iface.get_workflow(workflow_id))
+
+
+@router.patch("/workflows/{workflowId}", response_model=WorkflowDetail, **permission("DATA", WORKFLOW, "update"))
+def patch_workflow(workflow_id: WorkflowId, body: WorkflowPatch, iface: Iface) -> WorkflowDetail:
+    workflow = iface.get_workflow(workflow_id)
+    iface.update_workflow(workflow, body.name, body.description, body.active)
+    return workflow_detail(iface, workflow)
+
+
+@router.delete("/workflows/{workflowId}", status_code=204, **permission("DATA", WORKFLOW, "delete"))
+def delete_workflow(workflow_id: WorkflowId, iface: Iface) -> Response:
+    iface.delete_workflow(iface.get_workflow(workflow_id))
+    return Response(status_code=204)
+
+
+@router.put("/workflows/{workflowId}/draft", response_model=VersionOut, **permission("DATA", WORKFLOW, "update"))
+def put_draft(workflow_id: WorkflowId, body: DraftPut, iface: Iface) -> VersionOut:
+    return VersionOut.model_validate(iface.save_draft(iface.get_workflow(workflow_id), body.graph))
+
+
+@router.get("/workflows/{workflowId}/versions", response_model=list[VersionOut],
+            **permission("DATA", VERSION, "read"))
+def list_versions(workflow_id: WorkflowId, iface: Iface) -> list[VersionOut]:
+    return [VersionOut.model_validate(v) for v in iface.list_versions(iface.get_workflow(workflow_id))]
+
+
+def _version_route(action: str):
+    def change(workflow_id: WorkflowId, iface: Iface, body: RestoreRequest | None = None) -> VersionOut:
+        version_id = body.version_id if body else None
+        return VersionOut.model_validate(iface.change_version(iface.get_workflow(workflow_id), action, version_id))
+
+    change.__name__ = f"{action}_version"
+    change.__doc__ = f"{action.capitalize()} a version of the workflow (needs the publish right)."
+    if action != "restore":
+        def change_without_body(workflow_id: WorkflowId, iface: Iface) -> VersionOut:
+            return change(workflow_id, iface)
+
+        change_without_body.__name__ = change.__name__
+        change_without_body.__doc__ = change.__doc__
+        return change_without_body
+    return change
+
+
+for _action in ("publish", "unpublish", "archive", "restore"):
+    router.post(f"/workflows/{{workflowId}}/{_action}", response_model=VersionOut,
+                **permission("RESOURCE", PUBLISH))(_version_route(_action))
