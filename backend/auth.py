@@ -17,6 +17,7 @@ from sqlmodel import Session, select
 
 from backend.config import get_settings
 from backend.db.models import AuthToken, LoginFailure, User, utcnow
+from backend.errors import Conflict, FieldError, InvalidInput, NotFound
 
 LOGIN_FAILED_MESSAGE = "Unknown user or wrong password."
 THROTTLE_FREE_FAILURES = 5
@@ -141,3 +142,33 @@ def revoke_token(session: Session, token: str) -> None:
     if row is not None:
         row.revoked = True
         session.add(row)
+
+
+def list_api_tokens(session: Session, user: User) -> list[AuthToken]:
+    """The user's personal API tokens that are not revoked, newest first."""
+    return list(session.exec(
+        select(AuthToken).where(AuthToken.user_id == user.id, AuthToken.kind == "api", AuthToken.revoked.is_(False))
+        .order_by(AuthToken.sys_created_at.desc())
+    ).all())
+
+
+def create_api_token(session: Session, user: User, name: str) -> tuple[AuthToken, str]:
+    """A named personal API token; the token text is returned once and only its hash is kept."""
+    name = (name or "").strip()
+    if not name:
+        raise InvalidInput([FieldError("name", "must not be empty")])
+    if any(t.name == name for t in list_api_tokens(session, user)):
+        raise Conflict(f"name: you already have a token named '{name}'")
+    issued = issue_token(session, user, kind="api", name=name)
+    session.flush()
+    row = session.exec(select(AuthToken).where(AuthToken.token_hash == token_digest(issued.token))).one()
+    return row, issued.token
+
+
+def revoke_api_token(session: Session, user: User, token_id: str) -> None:
+    """Revoke one of the user's own API tokens; anybody else's is not found."""
+    row = session.get(AuthToken, token_id)
+    if row is None or row.user_id != user.id or row.kind != "api" or row.revoked:
+        raise NotFound(f"token {token_id} not found")
+    row.revoked = True
+    session.add(row)

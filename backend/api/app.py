@@ -9,7 +9,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from backend import __version__
+from backend.api.administration import router as administration_router
 from backend.api.core import router as core_router
+from backend.api.sso import router as sso_router
 from backend.db.models import ImmutableVersionError
 from backend.errors import Conflict, Forbidden, InvalidInput, NotFound
 from backend.features.registry import get_features
@@ -56,6 +58,8 @@ def create_api() -> FastAPI:
     for conflict in (Conflict, IllegalTransition, ConcurrentTransition, ImmutableVersionError):
         api.add_exception_handler(conflict, _handler(409))
     api.include_router(core_router)
+    api.include_router(administration_router)
+    api.include_router(sso_router)
     for feature in get_features().values():
         if feature.router is not None:
             api.include_router(feature.router, prefix=f"/api/{feature.code}")

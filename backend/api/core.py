@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from backend import __version__
 from backend.api.deps import CurrentUser, DbSession, bearer_token
-from backend.api.schemas import CamelModel, HealthResponse, LoginRequest, LoginResponse
-from backend.auth import LoginFailed, LoginThrottled, login, revoke_token
+from backend.api.permissions import permission
+from backend.api.schemas import (
+    ApiTokenCreate,
+    ApiTokenCreated,
+    ApiTokenOut,
+    CamelModel,
+    HealthResponse,
+    LoginRequest,
+    LoginResponse,
+)
+from backend.auth import (
+    LoginFailed,
+    LoginThrottled,
+    create_api_token,
+    list_api_tokens,
+    login,
+    revoke_api_token,
+    revoke_token,
+)
 from backend.db import session_scope
 from backend.features.registry import get_features
 from backend.rbac.access import AccessContext
@@ -18,7 +37,7 @@ from backend.tenancy import instance_role_labels
 router = APIRouter(prefix="/api")
 
 
-@router.get("/health", response_model=HealthResponse, tags=["platform"])
+@router.get("/health", response_model=HealthResponse, tags=["platform"], **permission("public"))
 def health() -> JSONResponse:
     """Liveness and database reachability; no authentication."""
     features = sorted(get_features())
@@ -32,7 +51,7 @@ def health() -> JSONResponse:
     return JSONResponse(body.model_dump(), status_code=200 if db == "ok" else 503)
 
 
-@router.post("/auth/login", response_model=LoginResponse, tags=["auth"])
+@router.post("/auth/login", response_model=LoginResponse, tags=["auth"], **permission("public"))
 def auth_login(body: LoginRequest, session: DbSession) -> JSONResponse:
     """Exchange username and password for a bearer token."""
     try:
@@ -46,7 +65,7 @@ def auth_login(body: LoginRequest, session: DbSession) -> JSONResponse:
     return JSONResponse(LoginResponse(token=issued.token, user_id=issued.user_id).model_dump(by_alias=True))
 
 
-@router.post("/auth/logout", status_code=204, tags=["auth"])
+@router.post("/auth/logout", status_code=204, tags=["auth"], **permission("authenticated"))
 def auth_logout(request: Request, user: CurrentUser, session: DbSession) -> Response:
     """Revoke the token of this request."""
     revoke_token(session, bearer_token(request) or "")
@@ -75,7 +94,7 @@ class MeResponse(CamelModel):
     instances: list[InstanceInfo]
 
 
-@router.get("/me", response_model=MeResponse, tags=["auth"])
+@router.get("/me", response_model=MeResponse, tags=["auth"], **permission("authenticated"))
 def me(user: CurrentUser, session: DbSession) -> MeResponse:
     """The caller, their mandates and feature instances with their roles."""
     access = AccessContext(session, user)
@@ -103,7 +122,29 @@ class FeatureInfo(CamelModel):
     icon: str
 
 
-@router.get("/features", response_model=list[FeatureInfo], tags=["platform"])
+@router.get("/features", response_model=list[FeatureInfo], tags=["platform"], **permission("authenticated"))
 def features(user: CurrentUser) -> list[FeatureInfo]:
     """The feature catalogue."""
     return [FeatureInfo(code=f.code, label=f.label, icon=f.icon) for f in get_features().values()]
+
+
+@router.get("/me/tokens", response_model=list[ApiTokenOut], tags=["auth"], **permission("authenticated"))
+def list_tokens(user: CurrentUser, session: DbSession) -> list[ApiTokenOut]:
+    """The caller's personal API tokens (names and dates; the token text is shown only once)."""
+    return [ApiTokenOut.model_validate(t) for t in list_api_tokens(session, user)]
+
+
+@router.post("/me/tokens", status_code=201, response_model=ApiTokenCreated, tags=["auth"],
+             **permission("authenticated"))
+def create_token(body: ApiTokenCreate, user: CurrentUser, session: DbSession) -> ApiTokenCreated:
+    """A new named personal API token; copy the token now, it is stored only hashed."""
+    row, token = create_api_token(session, user, body.name)
+    return ApiTokenCreated(id=row.id, name=row.name, sys_created_at=row.sys_created_at, token=token)
+
+
+@router.delete("/me/tokens/{tokenId}", status_code=204, tags=["auth"], **permission("authenticated"))
+def revoke_token_route(
+    token_id: Annotated[str, Path(alias="tokenId")], user: CurrentUser, session: DbSession
+) -> Response:
+    revoke_api_token(session, user, token_id)
+    return Response(status_code=204)

@@ -90,3 +90,104 @@ class WorkflowOut(CamelModel):
 class WorkflowDetail(WorkflowOut):
     graph: dict[str, Any]
     execution_logs: list[dict[str, Any]]
+
+
+class ApiTokenCreate(StrictCamelModel):
+    name: str
+
+
+class ApiTokenOut(CamelModel):
+    id: str
+    name: str | None
+    sys_created_at: datetime
+
+
+class ApiTokenCreated(ApiTokenOut):
+    token: str
+
+
+class MandateCreate(StrictCamelModel):
+    name: str
+
+
+class MandateOut(CamelModel):
+    id: str
+    name: str
+
+
+class UserCreate(StrictCamelModel):
+    username: str
+    password: str
+    roles: list[str] = []
+    email: str | None = None
+    display_name: str | None = None
+    is_sysadmin: bool = False
+
+
+class MemberPatch(StrictCamelModel):
+    roles: list[str] | None = None
+    disabled: bool | None = None
+
+
+class PasswordReset(StrictCamelModel):
+    password: str
+
+
+class MemberOut(CamelModel):
+    id: str
+    username: str
+    display_name: str | None
+    email: str | None
+    disabled: bool
+    is_sysadmin: bool
+    roles: list[str]
+
+
+class InstanceCreate(StrictCamelModel):
+    feature_code: str
+    label: str
+
+
+class InstanceOut(CamelModel):
+    id: str
+    mandate_id: str
+    feature_code: str
+    label: str
+
+
+class AccessGrant(StrictCamelModel):
+    user_id: str
+    roles: list[str]
+
+
+class AccessOut(CamelModel):
+    user_id: str
+    username: str
+    roles: list[str]
+
+
+class RuleOut(CamelModel):
+    context: str
+    item: str
+    view: bool
+    read: str
+    create: str
+    update: str
+    delete: str
+
+
+class RoleOut(CamelModel):
+    id: str
+    role_label: str
+    feature_instance_id: str | None
+    feature_code: str | None
+    rules: list[RuleOut]
+
+
+class DecisionOut(CamelModel):
+    context: str
+    item: str
+    rights: dict[str, Any]
+    level: str | None
+    rules: list[dict[str, Any]]
+    explanation: str

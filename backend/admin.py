@@ -1,0 +1,333 @@
+"""Administration of mandates, users, feature instances and role grants, authorised server-side.
+
+Every method checks the caller's rights through their AccessContext: mandate operations need
+RESOURCE items of the platform (resource.mandate.*), access to an instance needs
+`resource.feature.<code>.manageAccess` there (or resource.mandate.manageInstances).
+Objects outside what the caller may see are not found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func
+from sqlmodel import select
+
+from backend.auth import hash_password
+from backend.db.models import (
+    AccessRule,
+    AuthToken,
+    FeatureAccess,
+    FeatureAccessRole,
+    FeatureInstance,
+    Mandate,
+    Role,
+    User,
+    UserMandate,
+    UserMandateRole,
+)
+from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
+from backend.features.registry import get_feature, get_features
+from backend.rbac.access import AccessContext
+from backend.rbac.resolver import Decision
+from backend.rbac.rights import DATA, RESOURCE, UI
+from backend.rbac.templates import PLATFORM_RESOURCE_OBJECTS, PLATFORM_UI_OBJECTS
+from backend.tenancy import (
+    create_feature_instance,
+    create_mandate,
+    grant_instance_roles,
+    grant_mandate_roles,
+    instance_role_labels,
+)
+
+MANAGE_USERS = "resource.mandate.manageUsers"
+MANAGE_INSTANCES = "resource.mandate.manageInstances"
+VIEW_PERMISSIONS = "resource.mandate.viewPermissions"
+ADMIN_ROLE = "admin"
+PASSWORD_MIN = 8
+
+
+@dataclass(frozen=True)
+class MemberInfo:
+    """A member of a mandate with their mandate roles."""
+
+    user: User
+    roles: list[str]
+
+
+@dataclass(frozen=True)
+class AccessInfo:
+    """A user's access to an instance."""
+
+    user: User
+    roles: list[str]
+
+
+def _check_password(password: str | None) -> str:
+    if not isinstance(password, str) or len(password) < PASSWORD_MIN:
+        raise InvalidInput([FieldError("password", f"must be at least {PASSWORD_MIN} characters")])
+    return password
+
+
+class Administration:
+    """The administration operations, as one signed-in user."""
+
+    def __init__(self, access: AccessContext):
+        self.access = access
+        self.session = access.session
+        self.actor = access.user
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _mandate_for(self, mandate_id: str, resource: str) -> Mandate:
+        mandate = self.access.require_mandate(mandate_id)
+        self.access.require_resource(resource, mandate.id)
+        return mandate
+
+    def _membership(self, mandate: Mandate, user_id: str) -> tuple[User, UserMandate]:
+        membership = self.session.exec(
+            select(UserMandate).where(UserMandate.mandate_id == mandate.id, UserMandate.user_id == user_id)
+        ).first()
+        user = self.session.get(User, user_id)
+        if membership is None or user is None:
+            raise NotFound(f"user {user_id} not found in this mandate")
+        return user, membership
+
+    def _mandate_roles(self, membership: UserMandate) -> list[str]:
+        return sorted(self.session.exec(
+            select(Role.role_label).join(UserMandateRole, UserMandateRole.role_id == Role.id)
+            .where(UserMandateRole.user_mandate_id == membership.id)
+        ).all())
+
+    def _mandate_role_labels(self, mandate: Mandate) -> set[str]:
+        return set(self.session.exec(
+            select(Role.role_label).where(Role.mandate_id == mandate.id, Role.feature_instance_id.is_(None))
+        ).all())
+
+    def _validate_roles(self, mandate: Mandate, roles: list[str]) -> list[str]:
+        known = self._mandate_role_labels(mandate)
+        unknown = [r for r in roles if r not in known]
+        if unknown:
+            raise InvalidInput([FieldError("roles", f"unknown role label(s) {', '.join(unknown)}; "
+                                                    f"known: {', '.join(sorted(known))}")])
+        return sorted(set(roles))
+
+    def _active_admins(self, mandate: Mandate) -> set[str]:
+        rows = self.session.exec(
+            select(UserMandate.user_id)
+            .join(UserMandateRole, UserMandateRole.user_mandate_id == UserMandate.id)
+            .join(Role, Role.id == UserMandateRole.role_id)
+            .join(User, User.id == UserMandate.user_id)
+            .where(UserMandate.mandate_id == mandate.id, Role.role_label == ADMIN_ROLE, User.disabled.is_(False))
+        ).all()
+        return set(rows)
+
+    def _keep_an_admin(self, mandate: Mandate, user_id: str, action: str) -> None:
+        if self._active_admins(mandate) == {user_id}:
+            raise Conflict(f"cannot {action}: this user is the last admin of mandate '{mandate.name}'")
+
+    def _not_self(self, user_id: str, action: str) -> None:
+        if user_id == self.actor.id and not self.actor.is_sysadmin:
+            raise Forbidden(f"you cannot {action} yourself; ask another administrator")
+
+    def _require_manage_everywhere(self, user: User) -> None:
+        """Account-wide changes need manageUsers in every mandate the user belongs to."""
+        mandates = self.session.exec(select(UserMandate.mandate_id).where(UserMandate.user_id == user.id)).all()
+        for mandate_id in mandates:
+            if not self.access.resolve(RESOURCE, MANAGE_USERS, mandate_id).allowed:
+                raise Forbidden("this user also belongs to a mandate you do not administer")
+
+    # --- mandates ----------------------------------------------------------------------------
+
+    def list_mandates(self) -> list[Mandate]:
+        return self.access.visible_mandates()
+
+    def create_mandate(self, name: str) -> Mandate:
+        if not self.actor.is_sysadmin:
+            raise Forbidden("only a system administrator can create mandates")
+        return create_mandate(self.session, name)
+
+    # --- users -------------------------------------------------------------------------------
+
+    def list_members(self, mandate_id: str) -> list[MemberInfo]:
+        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        memberships = self.session.exec(select(UserMandate).where(UserMandate.mandate_id == mandate.id)).all()
+        members = [MemberInfo(self.session.get(User, m.user_id), self._mandate_roles(m)) for m in memberships]
+        return sorted(members, key=lambda m: m.user.username)
+
+    def create_user(self, mandate_id: str, username: str, password: str, roles: list[str],
+                    email: str | None = None, display_name: str | None = None,
+                    is_sysadmin: bool = False) -> User:
+        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        if is_sysadmin and not self.actor.is_sysadmin:
+            raise Forbidden("only a system administrator can grant system administration")
+        username = (username or "").strip()
+        if not username:
+            raise InvalidInput([FieldError("username", "must not be empty")])
+        roles = self._validate_roles(mandate, roles)
+        _check_password(password)
+        if self.session.exec(select(User.id).where(func.lower(User.username) == username.lower())).first():
+            raise Conflict(f"username: '{username}' is already taken")
+        user = User(username=username, password_hash=hash_password(password), email=email,
+                    display_name=display_name, is_sysadmin=is_sysadmin)
+        self.session.add(user)
+        self.session.flush()
+        grant_mandate_roles(self.session, user, mandate, roles)
+        return user
+
+    def set_member_roles(self, mandate_id: str, user_id: str, roles: list[str]) -> list[str]:
+        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        _user, membership = self._membership(mandate, user_id)
+        self._not_self(user_id, "change the roles of")
+        roles = self._validate_roles(mandate, roles)
+        if ADMIN_ROLE not in roles:
+            self._keep_an_admin(mandate, user_id, "remove the admin role")
+        self.session.execute(delete(UserMandateRole).where(UserMandateRole.user_mandate_id == membership.id))
+        self.session.flush()
+        grant_mandate_roles(self.session, _user, mandate, roles)
+        self.access.forget()
+        return roles
+
+    def set_disabled(self, mandate_id: str, user_id: str, disabled: bool) -> User:
+        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        user, _membership = self._membership(mandate, user_id)
+        self._not_self(user_id, "disable or enable")
+        self._require_manage_everywhere(user)
+        if disabled:
+            self._keep_an_admin(mandate, user_id, "disable the user")
+        user.disabled = disabled
+        self.session.add(user)
+        self.session.flush()
+        return user
+
+    def reset_password(self, mandate_id: str, user_id: str, password: str) -> None:
+        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        user, _membership = self._membership(mandate, user_id)
+        self._require_manage_everywhere(user)
+        user.password_hash = hash_password(_check_password(password))
+        self.session.add(user)
+        # A reset ends every open login session of that user.
+        for token in self.session.exec(select(AuthToken).where(AuthToken.user_id == user.id,
+                                                               AuthToken.kind == "login")).all():
+            token.revoked = True
+            self.session.add(token)
+        self.session.flush()
+
+    def remove_member(self, mandate_id: str, user_id: str) -> None:
+        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        _user, membership = self._membership(mandate, user_id)
+        self._not_self(user_id, "remove")
+        self._keep_an_admin(mandate, user_id, "remove the user")
+        instance_ids = select(FeatureInstance.id).where(FeatureInstance.mandate_id == mandate.id)
+        accesses = select(FeatureAccess.id).where(FeatureAccess.user_id == user_id,
+                                                  FeatureAccess.feature_instance_id.in_(instance_ids))
+        self.session.execute(delete(FeatureAccessRole).where(FeatureAccessRole.feature_access_id.in_(accesses)))
+        self.session.execute(delete(FeatureAccess).where(FeatureAccess.user_id == user_id,
+                                                         FeatureAccess.feature_instance_id.in_(instance_ids)))
+        self.session.execute(delete(UserMandateRole).where(UserMandateRole.user_mandate_id == membership.id))
+        self.session.delete(membership)
+        self.session.flush()
+
+    # --- instances and access -------------------------------------------------------------------
+
+    def list_instances(self, mandate_id: str) -> list[FeatureInstance]:
+        mandate = self.access.require_mandate(mandate_id)
+        instances = self.session.exec(
+            select(FeatureInstance).where(FeatureInstance.mandate_id == mandate.id).order_by(FeatureInstance.label)
+        ).all()
+        if self.access.resolve(RESOURCE, MANAGE_INSTANCES, mandate.id).allowed:
+            return list(instances)
+        return [i for i in instances if self.access.can_open_instance(i)]
+
+    def create_instance(self, mandate_id: str, feature_code: str, label: str) -> FeatureInstance:
+        mandate = self._mandate_for(mandate_id, MANAGE_INSTANCES)
+        return create_feature_instance(self.session, mandate, feature_code, label)
+
+    def _instance_for_access_management(self, instance_id: str) -> FeatureInstance:
+        instance = self.session.get(FeatureInstance, instance_id)
+        if instance is None:
+            raise NotFound(f"feature instance {instance_id} not found")
+        manages_mandate = (
+            (self.actor.is_sysadmin or self.access.is_member(instance.mandate_id))
+            and self.access.resolve(RESOURCE, MANAGE_INSTANCES, instance.mandate_id).allowed
+        )
+        if not manages_mandate:
+            if not self.access.can_open_instance(instance):
+                raise NotFound(f"feature instance {instance_id} not found")
+            self.access.require_resource(f"resource.feature.{instance.feature_code}.manageAccess",
+                                         instance.mandate_id, instance.id)
+        return instance
+
+    def list_access(self, instance_id: str) -> list[AccessInfo]:
+        instance = self._instance_for_access_management(instance_id)
+        accesses = self.session.exec(select(FeatureAccess).where(FeatureAccess.feature_instance_id == instance.id))
+        result = []
+        for access in accesses.all():
+            user = self.session.get(User, access.user_id)
+            result.append(AccessInfo(user, instance_role_labels(self.session, user, instance.id)))
+        return sorted(result, key=lambda a: a.user.username)
+
+    def set_access(self, instance_id: str, user_id: str, roles: list[str]) -> list[str]:
+        """Give `user_id` exactly `roles` in the instance (an empty list removes the access)."""
+        instance = self._instance_for_access_management(instance_id)
+        mandate = self.session.get(Mandate, instance.mandate_id)
+        user, _membership = self._membership(mandate, user_id)
+        self._not_self(user_id, "change the access of")
+        known = set(self.session.exec(select(Role.role_label).where(Role.feature_instance_id == instance.id)).all())
+        unknown = [r for r in roles if r not in known]
+        if unknown:
+            raise InvalidInput([FieldError("roles", f"unknown role label(s) {', '.join(unknown)}; "
+                                                    f"known: {', '.join(sorted(known))}")])
+        existing = self.session.exec(select(FeatureAccess).where(
+            FeatureAccess.user_id == user.id, FeatureAccess.feature_instance_id == instance.id)).first()
+        if existing is not None:
+            self.session.execute(delete(FeatureAccessRole).where(FeatureAccessRole.feature_access_id == existing.id))
+            if not roles:
+                self.session.delete(existing)
+            self.session.flush()
+        if roles:
+            grant_instance_roles(self.session, user, instance, sorted(set(roles)))
+        self.access.forget()
+        return sorted(set(roles))
+
+    # --- roles and permissions -----------------------------------------------------------------
+
+    def list_roles(self, mandate_id: str) -> list[tuple[Role, list[AccessRule]]]:
+        mandate = self._mandate_for(mandate_id, VIEW_PERMISSIONS)
+        roles = self.session.exec(select(Role).where(Role.mandate_id == mandate.id)
+                                  .order_by(Role.feature_instance_id, Role.role_label)).all()
+        return [(r, list(self.session.exec(select(AccessRule).where(AccessRule.role_id == r.id)).all()))
+                for r in roles]
+
+    def explain(self, mandate_id: str, user_id: str, instance_id: str | None = None,
+                context: str | None = None, item: str | None = None) -> list[Decision]:
+        """The resolved rights of a member for every catalogue item (or one), and why."""
+        mandate = self.access.require_mandate(mandate_id)
+        if user_id != self.actor.id:
+            self.access.require_resource(VIEW_PERMISSIONS, mandate.id)
+        user, _membership = self._membership(mandate, user_id)
+        instance = None
+        if instance_id:
+            instance = self.session.get(FeatureInstance, instance_id)
+            if instance is None or instance.mandate_id != mandate.id:
+                raise NotFound(f"feature instance {instance_id} not found")
+        resolver = AccessContext(self.session, user)
+        items = [(context, item)] if context and item else catalogue_items(instance.feature_code if instance else None)
+        if context and not item:
+            items = [(c, i) for c, i in items if c == context]
+        return [resolver.resolve(c, i, mandate.id, instance.id if instance else None) for c, i in items]
+
+
+def catalogue_items(feature_code: str | None = None) -> list[tuple[str, str]]:
+    """Every known (context, item): the platform's, and each feature's (or just one feature's)."""
+    items: list[tuple[str, str]] = []
+    if feature_code is None:
+        items += [(UI, i) for i, _ in PLATFORM_UI_OBJECTS] + [(RESOURCE, i) for i, _ in PLATFORM_RESOURCE_OBJECTS]
+        features = list(get_features().values())
+    else:
+        features = [get_feature(feature_code)]
+    for feature in features:
+        items += [(UI, i) for i, _ in feature.ui_objects]
+        items += [(RESOURCE, i) for i, _ in feature.resource_objects]
+        items += [(DATA, i) for i, _ in feature.data_objects]
+    return items
