@@ -11,6 +11,7 @@ from sqlmodel import Session
 from backend import auth
 from backend.db import session_scope
 from backend.db.models import User
+from state.permissions import requires
 
 
 class NotSignedIn(Exception):
@@ -42,6 +43,7 @@ class AuthState(rx.State):
         self.is_sysadmin = user.is_sysadmin
 
     @rx.event
+    @requires("authenticated")
     def require_login(self):
         """on_load of protected pages: send anyone without a valid token to /login."""
         with session_scope() as session:
@@ -56,6 +58,7 @@ class AuthState(rx.State):
             return auth.user_for_token(session, self.token) is not None
 
     @rx.event
+    @requires("public")
     def redirect_signed_in(self):
         """on_load of /login: go straight to the app when the token is still valid."""
         if self._signed_in():
@@ -63,11 +66,13 @@ class AuthState(rx.State):
         return None
 
     @rx.event
+    @requires("public")
     def route_home(self):
         """on_load of /: the app for the signed in, the login page for everybody else."""
         return rx.redirect("/workflows" if self._signed_in() else "/login")
 
     @rx.event
+    @requires("public")
     def login(self, form_data: dict):
         """Check the credentials of the login form and keep the issued token."""
         self.login_error = ""
@@ -88,6 +93,7 @@ class AuthState(rx.State):
         return rx.redirect("/workflows")
 
     @rx.event
+    @requires("authenticated")
     def logout(self):
         """Revoke the token and return to the login page."""
         if self.token:

@@ -12,6 +12,7 @@ from backend.rbac.access import AccessContext
 from backend.statemachines import ConcurrentTransition
 from backend.workflows import service
 from state.auth import AuthState, NotSignedIn
+from state.permissions import requires
 
 FEATURE_CODE = "graphicalEditor"
 
@@ -91,6 +92,7 @@ class WorkflowsState(AuthState):
         return None
 
     @rx.event
+    @requires("DATA", "data.feature.graphicalEditor.workflow")
     def load(self):
         """on_load: check the sign-in, then list the workflows."""
         try:
@@ -101,16 +103,19 @@ class WorkflowsState(AuthState):
         return None
 
     @rx.event
+    @requires("DATA", "data.feature.graphicalEditor.workflow")
     def select_instance(self, instance_id: str):
         """Switch to another Graphical Editor instance."""
         self.instance_id = instance_id
         return WorkflowsState.load
 
     @rx.event
+    @requires("ui")
     def set_new_name(self, value: str):
         self.new_name = value
 
     @rx.event
+    @requires("DATA", "data.feature.graphicalEditor.workflow")
     def create_workflow(self, form_data: dict):
         """Create a workflow with the typed name."""
         name = (form_data.get("name") or self.new_name or "").strip()
@@ -123,21 +128,25 @@ class WorkflowsState(AuthState):
         return result
 
     @rx.event
+    @requires("ui")
     def start_rename(self, workflow_id: str, name: str):
         self.rename_id = workflow_id
         self.rename_value = name
         self.error = ""
 
     @rx.event
+    @requires("ui")
     def set_rename_value(self, value: str):
         self.rename_value = value
 
     @rx.event
+    @requires("ui")
     def cancel_rename(self):
         self.rename_id = ""
         self.rename_value = ""
 
     @rx.event
+    @requires("DATA", "data.feature.graphicalEditor.workflow")
     def save_rename(self):
         """Rename the workflow being edited."""
         workflow_id, name = self.rename_id, self.rename_value
@@ -151,16 +160,19 @@ class WorkflowsState(AuthState):
         return result
 
     @rx.event
+    @requires("ui")
     def ask_delete(self, workflow_id: str, name: str):
         self.delete_id = workflow_id
         self.delete_name = name
 
     @rx.event
+    @requires("ui")
     def cancel_delete(self):
         self.delete_id = ""
         self.delete_name = ""
 
     @rx.event
+    @requires("DATA", "data.feature.graphicalEditor.workflow")
     def confirm_delete(self):
         """Delete the workflow the dialog asked about."""
         workflow_id, name = self.delete_id, self.delete_name
