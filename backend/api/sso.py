@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse
 
 from backend import sso
+from backend.api.permissions import permission
 from backend.api.schemas import LoginResponse, StrictCamelModel
 from backend.config import get_settings
 
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/api/auth/oidc", tags=["auth"])
 
-PUBLIC = {"x-permission": {"kind": "public"}}
+PUBLIC = permission("public")
 STATE_COOKIE = "poweron_oidc_state"
 NO_STORE = {"Cache-Control": "no-store"}
 UNEXPECTED = "single sign-on failed unexpectedly; the server log has the details"
@@ -42,13 +43,13 @@ def _redirect(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=302, headers=NO_STORE)
 
 
-@router.get("", response_model=SsoStatus, openapi_extra=PUBLIC)
+@router.get("", response_model=SsoStatus, **PUBLIC)
 def sso_status() -> SsoStatus:
     """Whether single sign-on is configured (the login page shows its button then)."""
     return SsoStatus(enabled=sso.is_enabled())
 
 
-@router.get("/login", status_code=302, openapi_extra=PUBLIC,
+@router.get("/login", status_code=302, **PUBLIC,
             responses={302: {"description": "to the identity provider"}, 404: {"description": "SSO is off"}})
 def sso_login():
     """Start a sign-in: redirect to the identity provider (errors go to the UI login page)."""
@@ -69,7 +70,7 @@ def sso_login():
     return response
 
 
-@router.get("/callback", status_code=302, openapi_extra=PUBLIC,
+@router.get("/callback", status_code=302, **PUBLIC,
             responses={302: {"description": "to the UI: /sso?code=… or /login?sso_error=…"}})
 def sso_callback(request: Request, state: str | None = None, code: str | None = None, error: str | None = None):
     """Where the identity provider sends the browser back."""
@@ -88,7 +89,7 @@ def sso_callback(request: Request, state: str | None = None, code: str | None = 
     return response
 
 
-@router.post("/exchange", response_model=LoginResponse, openapi_extra=PUBLIC,
+@router.post("/exchange", response_model=LoginResponse, **PUBLIC,
              responses={400: {"description": "invalid, expired or used code"}, 404: {"description": "SSO is off"}})
 def sso_exchange(body: SsoExchangeRequest) -> JSONResponse:
     """Trade the one-time code from the callback for a bearer token (single use, 60 seconds)."""

@@ -3,6 +3,7 @@
 import reflex as rx
 
 from state.auth import AuthState
+from state.sso import SsoState
 
 
 def login_page() -> rx.Component:
@@ -23,6 +24,18 @@ def login_page() -> rx.Component:
                                    id="login-error", width="100%"),
                     ),
                     rx.button("Sign in", type="submit", id="login-submit", width="100%"),
+                    rx.cond(
+                        SsoState.sso_error != "",
+                        rx.callout(SsoState.sso_error, icon="triangle-alert", color_scheme="red",
+                                   id="sso-error", width="100%"),
+                    ),
+                    rx.cond(
+                        SsoState.sso_enabled,
+                        rx.button(
+                            rx.el.a("Sign in with single sign-on", href=SsoState.sso_login_url, id="sso-login"),
+                            as_child=True, variant="outline", width="100%",
+                        ),
+                    ),
                     spacing="3",
                     width="22em",
                 ),
