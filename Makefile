@@ -12,6 +12,8 @@ API_PORT ?= 8000
 export REFLEX_USE_NPM := 1
 export REFLEX_TELEMETRY_ENABLED := false
 export REFLEX_API_URL ?= http://localhost:$(API_PORT)
+export POWERON_API_URL ?= http://localhost:$(API_PORT)
+export POWERON_UI_URL ?= http://localhost:$(UI_PORT)
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: run dev test bench setup setup-test lint clean
