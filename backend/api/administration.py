@@ -25,6 +25,7 @@ from backend.api.schemas import (
     UserCreate,
 )
 from backend.db.models import User
+from backend.errors import NotFound
 from backend.rbac.access import AccessContext
 
 router = APIRouter(prefix="/api", tags=["administration"])
@@ -78,7 +79,9 @@ def patch_user(mandate_id: MandateId, user_id: UserId, body: MemberPatch, admin:
         admin.set_member_roles(mandate_id, user_id, body.roles)
     if body.disabled is not None:
         admin.set_disabled(mandate_id, user_id, body.disabled)
-    member = next(m for m in admin.list_members(mandate_id) if m.user.id == user_id)
+    member = next((m for m in admin.list_members(mandate_id) if m.user.id == user_id), None)
+    if member is None:  # an empty patch changed nothing, so nothing checked the user yet
+        raise NotFound(f"user {user_id} not found in this mandate")
     return member_out(member.user, member.roles)
 
 
