@@ -6,14 +6,21 @@ import reflex as rx
 
 from state.auth import AuthState
 
+# (label, route, icon, the AuthState flag that must be true to show it; None: always shown)
 NAV_ITEMS = (
-    ("Workflows", "/workflows", "list"),
-    ("Workspace", "/workspace", "message-square"),
-    ("Editor", "/editor", "workflow"),
-    ("Monitor", "/monitor", "activity"),
-    ("Inbox", "/inbox", "inbox"),
-    ("Admin", "/admin", "shield"),
+    ("Workflows", "/workflows", "list", "nav_graphical_editor"),
+    ("Workspace", "/workspace", "message-square", "nav_workspace"),
+    ("Editor", "/editor", "workflow", "nav_graphical_editor"),
+    ("Monitor", "/monitor", "activity", "nav_graphical_editor"),
+    ("Inbox", "/inbox", "inbox", "nav_graphical_editor"),
+    ("Admin", "/admin", "shield", "nav_admin"),
+    ("API tokens", "/tokens", "key-round", None),
 )
+
+
+def nav_id(label: str) -> str:
+    """The element id of a navigation entry, e.g. `nav-api-tokens`."""
+    return "nav-" + label.lower().replace(" ", "-")
 
 
 def nav_link(label: str, href: str, icon: str, active: str) -> rx.Component:
@@ -22,7 +29,7 @@ def nav_link(label: str, href: str, icon: str, active: str) -> rx.Component:
     return rx.link(
         rx.hstack(rx.icon(icon, size=18), rx.text(label, size="3"), spacing="3", align="center"),
         href=href,
-        id=f"nav-{label.lower()}",
+        id=nav_id(label),
         underline="none",
         color_scheme="gray",
         high_contrast=is_active,
@@ -34,12 +41,22 @@ def nav_link(label: str, href: str, icon: str, active: str) -> rx.Component:
     )
 
 
+def gated_nav_link(label: str, href: str, icon: str, flag: str | None, active: str) -> rx.Component:
+    """A navigation entry shown only when the signed-in user may use that page."""
+    link = nav_link(label, href, icon, active)
+    return link if flag is None else rx.cond(getattr(AuthState, flag), link)
+
+
 def sidebar(active: str) -> rx.Component:
     return rx.vstack(
         rx.heading("PowerOn", size="5", padding_x="0.75em", padding_y="0.5em"),
-        *[nav_link(label, href, icon, active) for label, href, icon in NAV_ITEMS],
+        *[gated_nav_link(label, href, icon, flag, active) for label, href, icon, flag in NAV_ITEMS],
         width="14em",
-        min_height="100vh",
+        flex_shrink="0",
+        height="100vh",
+        position="sticky",
+        top="0",
+        overflow_y="auto",
         padding="1em 0.5em",
         border_right=f"1px solid {rx.color('gray', 5)}",
         spacing="1",
@@ -87,3 +104,24 @@ def empty_state(icon: str, heading: str, text: str) -> rx.Component:
         width="100%",
         id="empty-state",
     )
+
+
+def no_access_state(page: str) -> rx.Component:
+    """The honest notice on a page the signed-in user has no access to."""
+    return empty_state(
+        "lock", "No access",
+        f"Your roles do not give you access to {page}. Ask an administrator of your mandate if you need it.",
+    )
+
+
+def gated(flag: str, page: str, *children: rx.Component) -> rx.Component:
+    """Show `children` only when AuthState's navigation `flag` allows the page.
+
+    Until the page's load handler has checked the sign-in, a spinner stands in.
+    """
+    return rx.cond(
+        AuthState.nav_loaded,
+        rx.cond(getattr(AuthState, flag), rx.fragment(*children), no_access_state(page)),
+        rx.center(rx.spinner(), padding="4em", width="100%"),
+    )
+

@@ -6,10 +6,16 @@ import reflex as rx
 
 from backend.api.app import create_api
 from backend.bootstrap import prepare
+from poweron_app.pages.admin import admin_page
 from poweron_app.pages.login import login_page
 from poweron_app.pages.pending import PENDING_PAGES, pending_page
+from poweron_app.pages.sso import sso_page
+from poweron_app.pages.tokens import tokens_page
 from poweron_app.pages.workflows import workflows_page
+from state.admin import AdminState
 from state.auth import AuthState
+from state.sso import SsoState
+from state.tokens import TokensState
 from state.workflows import WorkflowsState
 
 
@@ -22,8 +28,12 @@ app = rx.App(api_transformer=create_api())
 app.register_lifespan_task(_prepare_database)
 
 app.add_page(rx.center(rx.spinner()), route="/", title="PowerOn", on_load=AuthState.route_home)
-app.add_page(login_page, route="/login", title="Sign in · PowerOn", on_load=AuthState.redirect_signed_in)
+app.add_page(login_page, route="/login", title="Sign in · PowerOn",
+             on_load=[AuthState.redirect_signed_in, SsoState.check_enabled])
 app.add_page(workflows_page, route="/workflows", title="Workflows · PowerOn", on_load=WorkflowsState.load)
+app.add_page(admin_page, route="/admin", title="Admin · PowerOn", on_load=AdminState.load)
+app.add_page(tokens_page, route="/tokens", title="API tokens · PowerOn", on_load=TokensState.load)
+app.add_page(sso_page, route="/sso", title="Single sign-on · PowerOn", on_load=SsoState.finish)
 for _title in PENDING_PAGES:
     app.add_page(
         functools.partial(pending_page, _title),

@@ -11,7 +11,11 @@ from sqlmodel import Session
 from backend import auth
 from backend.db import session_scope
 from backend.db.models import User
+from backend.rbac.access import AccessContext
 from state.permissions import requires
+
+GRAPHICAL_EDITOR = "graphicalEditor"
+WORKSPACE = "workspace"
 
 
 class NotSignedIn(Exception):
@@ -27,6 +31,11 @@ class AuthState(rx.State):
     is_sysadmin: bool = False
     login_error: str = ""
     login_busy: bool = False
+    # Which navigation entries the signed-in user may see (set by `_load_navigation`).
+    nav_loaded: bool = False
+    nav_graphical_editor: bool = False
+    nav_workspace: bool = False
+    nav_admin: bool = False
 
     @contextmanager
     def _user_session(self) -> Iterator[tuple[Session, User]]:
@@ -42,6 +51,30 @@ class AuthState(rx.State):
         self.display_name = user.display_name or user.username
         self.is_sysadmin = user.is_sysadmin
 
+    def _load_navigation(self, session: Session, user: User) -> None:
+        """Remember who is signed in and which navigation entries they may see.
+
+        Workflows, Editor, Monitor and Inbox need a Graphical Editor instance the user may
+        open, Workspace a Workspace instance, Admin the UI item `ui.admin` in one of the
+        user's mandates (system administrators see everything).
+
+        Args:
+            session: The open database transaction.
+            user: The signed-in user.
+        """
+        self._remember(user)
+        access = AccessContext(session, user)
+        self.nav_graphical_editor = bool(access.visible_instances(GRAPHICAL_EDITOR))
+        self.nav_workspace = bool(access.visible_instances(WORKSPACE))
+        self.nav_admin = user.is_sysadmin or any(
+            access.can_see("ui.admin", mandate.id) for mandate in access.visible_mandates()
+        )
+        self.nav_loaded = True
+
+    def _forget_navigation(self) -> None:
+        self.nav_loaded = False
+        self.nav_graphical_editor = self.nav_workspace = self.nav_admin = False
+
     @rx.event
     @requires("authenticated")
     def require_login(self):
@@ -50,8 +83,9 @@ class AuthState(rx.State):
             user = auth.user_for_token(session, self.token)
             if user is None:
                 self.token = ""
+                self._forget_navigation()
                 return rx.redirect("/login")
-            self._remember(user)
+            self._load_navigation(session, user)
 
     def _signed_in(self) -> bool:
         with session_scope() as session:
@@ -103,4 +137,5 @@ class AuthState(rx.State):
         self.username = ""
         self.display_name = ""
         self.is_sysadmin = False
+        self._forget_navigation()
         return rx.redirect("/login")

@@ -35,6 +35,7 @@ class WorkflowsState(AuthState):
 
     instances: list[InstanceRow] = []
     instance_id: str = ""
+    instance_label: str = ""
     workflows: list[WorkflowRow] = []
     can_create: bool = False
     can_rename: bool = False
@@ -50,10 +51,12 @@ class WorkflowsState(AuthState):
 
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
+            self._load_navigation(session, user)
             instances = AccessContext(session, user).visible_instances(FEATURE_CODE)
             self.instances = [InstanceRow(id=i.id, label=i.label) for i in instances]
             if self.instance_id not in {i.id for i in instances}:
                 self.instance_id = instances[0].id if instances else ""
+            self.instance_label = next((i.label for i in instances if i.id == self.instance_id), "")
             self.workflows = []
             self.can_create = self.can_rename = self.can_delete = False
             if self.instance_id:
@@ -99,6 +102,7 @@ class WorkflowsState(AuthState):
             self._refresh()
         except NotSignedIn:
             self.token = ""
+            self._forget_navigation()
             return rx.redirect("/login")
         return None
 

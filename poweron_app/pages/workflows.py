@@ -10,7 +10,7 @@ def instance_picker() -> rx.Component:
     return rx.cond(
         WorkflowsState.instances.length() > 1,
         rx.select.root(
-            rx.select.trigger(placeholder="Graphical Editor instance"),
+            rx.select.trigger(placeholder="Graphical Editor instance", id="instance-select"),
             rx.select.content(
                 rx.foreach(
                     WorkflowsState.instances,
@@ -19,6 +19,11 @@ def instance_picker() -> rx.Component:
             ),
             value=WorkflowsState.instance_id,
             on_change=WorkflowsState.select_instance,
+        ),
+        rx.cond(
+            WorkflowsState.instance_label != "",
+            rx.badge(rx.icon("workflow", size=14), WorkflowsState.instance_label, size="2", variant="soft",
+                     id="instance-label"),
         ),
     )
 

@@ -80,6 +80,8 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
         "POWERON_DB_URL": f"sqlite:///{data / 'e2e.db'}",
         "POWERON_ADMIN_USER": "admin",
         "POWERON_ADMIN_PASSWORD": ADMIN_PASSWORD,
+        # Editing tests while the suite runs must not restart the app's backend mid-test.
+        "REFLEX_HOT_RELOAD_EXCLUDE_PATHS": str(PROJECT_ROOT / "tests"),
     }
     with log.open("w") as out:
         process = subprocess.Popen(

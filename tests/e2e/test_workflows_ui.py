@@ -18,6 +18,17 @@ def sign_in(page: Page, username: str, password: str) -> None:
     page.locator("#login-submit").click()
 
 
+def open_instance(page: Page, label: str) -> None:
+    """Show the workflows of the Graphical Editor instance `label` (other tests may add instances)."""
+    expect(page.locator("#instance-select, #instance-label").first).to_be_visible()
+    if page.locator("#instance-select").count():
+        page.locator("#instance-select").click()
+        page.get_by_role("option", name=label, exact=True).click()
+        expect(page.locator("#instance-select")).to_have_text(label)
+    else:
+        expect(page.locator("#instance-label")).to_have_text(label)
+
+
 def workflow_names(page: Page):
     return page.locator(".workflow-name")
 
@@ -40,6 +51,7 @@ def test_sign_in_create_rename_delete_and_sign_out(page: Page):
     expect(page).to_have_url(re.compile(r"/workflows$"))
     expect(page.locator("#page-title")).to_have_text("Workflows")
     expect(page.locator("#current-user")).to_have_text("System administrator")
+    open_instance(page, "Graphical Editor")
 
     page.locator("#new-workflow-name").fill("Invoice approval")
     page.locator("#create-workflow").click()

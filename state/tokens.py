@@ -1,0 +1,136 @@
+"""State of the API tokens page: the signed-in user's personal API tokens."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+import reflex as rx
+
+from backend import auth
+from backend.errors import DomainError
+from state.auth import AuthState, NotSignedIn
+from state.permissions import requires
+
+
+class TokenRow(TypedDict):
+    id: str
+    name: str
+    created: str
+
+
+class TokensState(AuthState):
+    """The user's own tokens; a new token's text is held only until the page is left."""
+
+    tokens: list[TokenRow] = []
+    loaded: bool = False
+    error: str = ""
+    notice: str = ""
+    new_name: str = ""
+    created_token: str = ""
+    created_name: str = ""
+    revoke_id: str = ""
+    revoke_name: str = ""
+
+    def _refresh(self) -> None:
+        with self._user_session() as (session, user):
+            self._load_navigation(session, user)
+            self.tokens = [
+                TokenRow(id=t.id, name=t.name or "", created=t.sys_created_at.strftime("%Y-%m-%d %H:%M UTC"))
+                for t in auth.list_api_tokens(session, user)
+            ]
+        self.loaded = True
+
+    def _signed_out(self):
+        self.token = ""
+        self._forget_navigation()
+        return rx.redirect("/login")
+
+    @rx.event
+    @requires("authenticated")
+    def load(self):
+        """on_load: check the sign-in and list the tokens; a token shown before is gone."""
+        self.error = ""
+        self.notice = ""
+        self.created_token = ""
+        self.created_name = ""
+        self.revoke_id = ""
+        try:
+            self._refresh()
+        except NotSignedIn:
+            return self._signed_out()
+        return None
+
+    @rx.event
+    @requires("ui")
+    def set_new_name(self, value: str):
+        self.new_name = value
+
+    @rx.event
+    @requires("authenticated")
+    def create_token(self, form_data: dict):
+        """Create a token with the typed name and show its text once."""
+        name = (form_data.get("name") or self.new_name or "").strip()
+        self.error = ""
+        self.notice = ""
+        self.created_token = ""
+        try:
+            with self._user_session() as (session, user):
+                _row, text = auth.create_api_token(session, user, name)
+            self._refresh()
+        except NotSignedIn:
+            return self._signed_out()
+        except DomainError as exc:
+            self.error = str(exc).removeprefix("name: ")
+            return None
+        self.created_token = text
+        self.created_name = name
+        self.new_name = ""
+        return None
+
+    @rx.event
+    @requires("ui")
+    def dismiss_created(self):
+        """Forget the shown token text (the user has copied it)."""
+        self.created_token = ""
+        self.created_name = ""
+
+    @rx.event
+    @requires("ui")
+    def copy_created(self):
+        """Copy the new token's text to the clipboard."""
+        return [rx.set_clipboard(self.created_token), rx.toast.success("Token copied to the clipboard.")]
+
+    @rx.event
+    @requires("ui")
+    def ask_revoke(self, token_id: str, name: str):
+        self.revoke_id = token_id
+        self.revoke_name = name
+
+    @rx.event
+    @requires("ui")
+    def revoke_open_change(self, is_open: bool):
+        if not is_open:
+            self.revoke_id = ""
+
+    @rx.event
+    @requires("authenticated")
+    def confirm_revoke(self):
+        """Revoke the token the dialog asked about; calls with it fail from now on."""
+        token_id, name = self.revoke_id, self.revoke_name
+        self.revoke_id = ""
+        self.error = ""
+        self.notice = ""
+        try:
+            with self._user_session() as (session, user):
+                auth.revoke_api_token(session, user, token_id)
+            self._refresh()
+        except NotSignedIn:
+            return self._signed_out()
+        except DomainError as exc:
+            self.error = str(exc)
+            return None
+        self.notice = f"Revoked '{name}'; it no longer works."
+        if name == self.created_name:
+            self.created_token = ""
+            self.created_name = ""
+        return None
