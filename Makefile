@@ -44,12 +44,19 @@ setup: $(STAMPS)/venv $(STAMPS)/node $(STAMPS)/frontend
 setup-test: $(STAMPS)/venv-dev $(STAMPS)/node $(STAMPS)/frontend
 	scripts/ensure_test_deps.sh
 
+# make run watches no source folder (an empty one), so the backend never restarts under you;
+# make dev reloads on code changes. Both keep the SQLite folder out of the watch: its -wal
+# and -shm files change on every write.
 run: setup
+	@mkdir -p $(STAMPS)/no-reload data
 	@echo "PowerOn: UI http://localhost:$(UI_PORT)  API http://localhost:$(API_PORT)/api/health"
+	REFLEX_HOT_RELOAD_OVERRIDE_PATHS=$(CURDIR)/$(STAMPS)/no-reload \
 	PATH="$$(cat $(STAMPS)/node.path):$$PATH" exec scripts/supervise.sh \
 	  $(VENV)/bin/reflex run --frontend-port $(UI_PORT) --backend-port $(API_PORT) --loglevel warning
 
 dev: setup
+	@mkdir -p data
+	REFLEX_HOT_RELOAD_EXCLUDE_PATHS=$(CURDIR)/data:$(CURDIR)/tests \
 	PATH="$$(cat $(STAMPS)/node.path):$$PATH" exec scripts/supervise.sh \
 	  $(VENV)/bin/reflex run --frontend-port $(UI_PORT) --backend-port $(API_PORT) --loglevel info
 
