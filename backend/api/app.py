@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from backend import __version__
 from backend.api.administration import router as administration_router
+from backend.api.catalog import router as catalog_router
 from backend.api.core import router as core_router
 from backend.api.sso import router as sso_router
 from backend.db.models import ImmutableVersionError
@@ -59,6 +60,7 @@ def create_api() -> FastAPI:
         api.add_exception_handler(conflict, _handler(409))
     api.include_router(core_router)
     api.include_router(administration_router)
+    api.include_router(catalog_router)
     api.include_router(sso_router)
     for feature in get_features().values():
         if feature.router is not None:

@@ -74,6 +74,10 @@ SYSTEM_TEMPLATE_ROLES = (
 )
 
 
+# Calling actions: `resource.toolbox.<toolbox>.<actionId>`; a prefix rule grants a whole toolbox.
+TOOLBOXES_ITEM = "resource.toolbox.*"
+
+
 def standard_feature_roles(code: str, modifying_ui_items: Iterable[str] = ()) -> tuple[TemplateRole, ...]:
     """The usual admin / user / viewer templates of a feature.
 
@@ -86,13 +90,13 @@ def standard_feature_roles(code: str, modifying_ui_items: Iterable[str] = ()) ->
     return (
         TemplateRole(
             f"{code}-admin",
-            (ui_all, RuleSpec(RESOURCE, resources, view=True),
+            (ui_all, RuleSpec(RESOURCE, resources, view=True), RuleSpec(RESOURCE, TOOLBOXES_ITEM, view=True),
              RuleSpec(DATA, data, read="all", create="all", update="all", delete="all")),
             "Everything in the instance, including who has access",
         ),
         TemplateRole(
             f"{code}-user",
-            (ui_all, RuleSpec(RESOURCE, resources, view=True),
+            (ui_all, RuleSpec(RESOURCE, resources, view=True), RuleSpec(RESOURCE, TOOLBOXES_ITEM, view=True),
              RuleSpec(RESOURCE, f"resource.feature.{code}.manageAccess", view=False),
              RuleSpec(DATA, data, read="all", create="all", update="own", delete="own")),
             "Creates and runs; changes only what they created",
@@ -100,7 +104,7 @@ def standard_feature_roles(code: str, modifying_ui_items: Iterable[str] = ()) ->
         TemplateRole(
             f"{code}-viewer",
             (ui_all, *(RuleSpec(UI, item, view=False) for item in modifying_ui_items),
-             RuleSpec(DATA, data, read="all")),
+             RuleSpec(RESOURCE, TOOLBOXES_ITEM, view=False), RuleSpec(DATA, data, read="all")),
             "Reads only",
         ),
     )

@@ -1,0 +1,140 @@
+"""What an action is, the context it runs in, and how it reports success or failure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+from sqlmodel import Session
+
+from backend.db.models import User
+from backend.rbac.access import AccessContext
+
+CAPABILITIES = frozenset({"read", "write", "externalSend", "codeExec"})
+
+
+class ActionError(Exception):
+    """A failure an action reports to its caller in plain words (no traceback)."""
+
+
+class ActionParams(BaseModel):
+    """Base of action parameters: snake_case in Python, camelCase in JSON and tool calls."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class NoParameters(ActionParams):
+    """Parameters of an action that takes none."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """One capability of the library.
+
+    Attributes:
+        id: `method.action`-style id (e.g. `core.readFile`, `outlook.readEmails`).
+        toolbox: id of the toolbox it belongs to.
+        label: short human name.
+        description: one or two sentences for people and for the LLM.
+        params_model: pydantic model of the parameters (its JSON Schema is published).
+        output_model: pydantic model of the result, or None for free-form JSON.
+        fn: `fn(params, context) -> output`.
+        agent_tool: offered to agents (the spec's dynamicMode).
+        graph_node: offered as a node type in the editor palette.
+        capabilities: read, write, externalSend, codeExec.
+        connection_type: the kind of connection it needs (e.g. "outlook"), if any.
+        cost_chf: typical cost of one call, if known.
+    """
+
+    id: str
+    toolbox: str
+    label: str
+    description: str
+    params_model: type[BaseModel]
+    fn: Callable[[Any, ActionContext], Any]
+    output_model: type[BaseModel] | None = None
+    agent_tool: bool = True
+    graph_node: bool = False
+    capabilities: frozenset[str] = frozenset({"read"})
+    connection_type: str | None = None
+    cost_chf: float | None = None
+
+    @property
+    def resource_item(self) -> str:
+        """The RESOURCE item that allows calling it; `resource.toolbox.<toolbox>.*` allows the box."""
+        return f"resource.toolbox.{self.toolbox}.{self.id}"
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return self.params_model.model_json_schema()
+
+    def output_schema(self) -> dict[str, Any] | None:
+        return self.output_model.model_json_schema() if self.output_model else None
+
+
+@dataclass
+class ActionContext:
+    """Who calls an action, for which mandate and feature instance, within which transaction."""
+
+    session: Session
+    user: User
+    mandate_id: str
+    feature_instance_id: str | None = None
+    run_id: str | None = None
+    node_id: str | None = None
+    access: AccessContext = field(init=False)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.access = AccessContext(self.session, self.user)
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """The outcome of `execute_action`: output on success, a clear message on failure."""
+
+    action_id: str
+    ok: bool
+    output: Any = None
+    error: str | None = None
+    error_kind: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"actionId": self.action_id, "ok": self.ok, "output": self.output, "error": self.error,
+                "errorKind": self.error_kind}
+
+
+ACTION_ATTRIBUTE = "__poweron_action__"
+
+
+def action(
+    id: str,  # noqa: A002 - the spec's name for it
+    *,
+    toolbox: str,
+    label: str,
+    description: str,
+    params: type[BaseModel] = NoParameters,
+    output: type[BaseModel] | None = None,
+    agent_tool: bool = True,
+    graph_node: bool = False,
+    capabilities: tuple[str, ...] = ("read",),
+    connection_type: str | None = None,
+    cost_chf: float | None = None,
+) -> Callable[[Callable], Callable]:
+    """Declare a function `fn(params, context)` as an action of the library."""
+    unknown = set(capabilities) - CAPABILITIES
+    if unknown:
+        raise ValueError(f"action {id}: unknown capabilities {sorted(unknown)}")
+
+    def register(fn: Callable) -> Callable:
+        # The registry finds the declaration on the function when it scans the module.
+        setattr(fn, ACTION_ATTRIBUTE, Action(
+            id=id, toolbox=toolbox, label=label, description=description, params_model=params,
+            output_model=output, fn=fn, agent_tool=agent_tool, graph_node=graph_node,
+            capabilities=frozenset(capabilities), connection_type=connection_type, cost_chf=cost_chf,
+        ))
+        return fn
+
+    return register

@@ -1,0 +1,1 @@
+"""Method modules: each declares actions with @action; all are imported by the registry."""

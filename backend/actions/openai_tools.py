@@ -1,0 +1,126 @@
+"""Actions as OpenAI tool definitions (strict function calling) and tool calls back to actions."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+from backend.actions.base import Action, ActionContext, ActionResult
+from backend.actions.executor import execute_action
+from backend.actions.registry import get_registry
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+TOOL_RESULT_LIMIT = 12_000
+# Keywords strict mode does not accept; their meaning is kept in the description where useful.
+_UNSUPPORTED = ("default", "title", "format", "minLength", "maxLength", "minimum", "maximum",
+                "exclusiveMinimum", "exclusiveMaximum", "pattern", "minItems", "maxItems", "examples")
+
+
+def tool_name(action_id: str) -> str:
+    """`outlook.readEmails` → `outlook_readEmails` (OpenAI allows ^[a-zA-Z0-9_-]{1,64}$)."""
+    name = action_id.replace(".", "_")
+    if not TOOL_NAME.match(name):
+        raise ValueError(f"action id '{action_id}' cannot be a tool name (got '{name}')")
+    return name
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = definitions[node["$ref"].rsplit("/", 1)[-1]]
+                return resolve(copy.deepcopy(target))
+            return {k: resolve(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    return resolve(schema)
+
+
+def _strict(node: Any) -> Any:
+    """Make a JSON Schema acceptable to strict mode: every property required, optional ones
+    nullable, no additional properties, no unsupported keywords."""
+    if isinstance(node, list):
+        return [_strict(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: _strict(v) for k, v in node.items() if k not in _UNSUPPORTED}
+    if node.get("type") == "object" or "properties" in node:
+        properties = node.get("properties", {})
+        required = set(node.get("required", ()))
+        for name, prop in properties.items():
+            if name not in required and not _allows_null(prop):
+                properties[name] = {"anyOf": [prop, {"type": "null"}]} if "anyOf" not in prop else {
+                    **prop, "anyOf": [*prop["anyOf"], {"type": "null"}]}
+        node["type"] = "object"
+        node["properties"] = properties
+        node["required"] = list(properties)
+        node["additionalProperties"] = False
+    return node
+
+
+def _allows_null(prop: dict[str, Any]) -> bool:
+    return prop.get("type") == "null" or any(p.get("type") == "null" for p in prop.get("anyOf", ()))
+
+
+def strict_parameters(action: Action) -> dict[str, Any]:
+    """The action's parameter schema in the form strict function calling accepts."""
+    return _strict(_inline_refs(action.parameters_schema()))
+
+
+def to_tool_definition(action: Action) -> dict[str, Any]:
+    """The Chat Completions `tools` entry of an action."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool_name(action.id),
+            "description": action.description,
+            "parameters": strict_parameters(action),
+            "strict": True,
+        },
+    }
+
+
+def action_for_tool(name: str) -> Action | None:
+    """The action a tool name stands for."""
+    for candidate in get_registry().actions.values():
+        if tool_name(candidate.id) == name:
+            return candidate
+    return None
+
+
+def execute_tool_call(name: str, arguments: str | dict[str, Any] | None, context: ActionContext) -> ActionResult:
+    """Run the action behind a tool call; strict mode's explicit nulls mean "not given"."""
+    found = action_for_tool(name)
+    if found is None:
+        return ActionResult(name, False, error=f"unknown tool '{name}'", error_kind="unknown")
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
+    except json.JSONDecodeError as exc:
+        return ActionResult(found.id, False, error=f"tool arguments are not valid JSON: {exc}", error_kind="invalid")
+    if not isinstance(parsed, dict):
+        return ActionResult(found.id, False, error="tool arguments must be a JSON object", error_kind="invalid")
+    given = {k: v for k, v in parsed.items() if v is not None}
+    return execute_action(found.id, given, context)
+
+
+def truncate_for_agent(text: str, limit: int = TOOL_RESULT_LIMIT) -> str:
+    """Cut a tool result for the LLM, saying visibly that and how much was cut."""
+    if len(text) <= limit:
+        return text
+    note = f"\n\n[… result cut: {len(text) - limit:,} of {len(text):,} characters omitted]"
+    return text[: max(0, limit - len(note))] + note
+
+
+def result_for_agent(result: ActionResult) -> str:
+    """The text an agent sees for a tool result, at most TOOL_RESULT_LIMIT characters."""
+    if result.ok:
+        body = result.output if isinstance(result.output, str) else json.dumps(result.output, ensure_ascii=False)
+    else:
+        body = json.dumps({"error": result.error}, ensure_ascii=False)
+    return truncate_for_agent(body)

@@ -1,0 +1,27 @@
+"""The toolboxes of spec §5.2: id, label and a one-line description."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Toolbox:
+    id: str
+    label: str
+    description: str
+
+
+TOOLBOXES = (
+    Toolbox("core", "Core", "Files of this workspace, web search and pages, language detection and translation"),
+    Toolbox("ai", "AI", "Summaries, images, speech, documents, charts, code and data neutralisation"),
+    Toolbox("datasources", "Data sources", "Browse, search and transfer data of connected external sources"),
+    Toolbox("email", "E-mail", "Read, search, draft and send e-mail through a connected mailbox"),
+    Toolbox("sharepoint", "SharePoint", "Find, read and upload SharePoint documents"),
+    Toolbox("clickup", "ClickUp", "Search, create and update ClickUp tasks"),
+    Toolbox("jira", "Jira", "Connect to Jira, export and import tickets"),
+    Toolbox("workflow", "Workflow", "Read and change the workflow graph in the editor"),
+    Toolbox("trustee", "Trustee", "Extract and process bookkeeping documents"),
+    Toolbox("chatbot", "Chatbot", "Query the chatbot's database"),
+)
+TOOLBOX_IDS = tuple(t.id for t in TOOLBOXES)

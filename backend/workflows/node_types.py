@@ -1,0 +1,203 @@
+"""The built-in node types of DESIGN §4 and the palette: built-ins plus every node action.
+
+A node type names its parameters (a pydantic model, published as JSON Schema) and its
+output handles. Handles that depend on parameters (switch cases, ai.decide options) are
+declared as `dynamic_handles` naming the parameter they come from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from backend.actions.registry import get_registry
+
+
+class _Params(BaseModel):
+    """Node parameters: snake_case in Python, camelCase in the graph JSON (DESIGN §4)."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class NoParams(_Params):
+    pass
+
+
+class ScheduleParams(_Params):
+    cron: str | None = Field(None, description="5 or 6 cron fields")
+    interval_seconds: int | None = Field(None, ge=1)
+    timezone: str = "UTC"
+
+
+class WebhookParams(_Params):
+    path: str = Field(..., min_length=1)
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    secret: str | None = Field(None, description="whsec_<base64> Standard Webhooks secret")
+
+
+class FormField(BaseModel):
+    name: str = Field(..., min_length=1)
+    label: str | None = None
+    type: Literal["text", "number", "boolean", "date", "select", "textarea", "file"] = "text"
+    required: bool = False
+    options: list[str] | None = None
+    default: Any = None
+
+
+class FormTriggerParams(_Params):
+    fields: list[FormField] = []
+
+
+class EventParams(_Params):
+    event_type: str = Field(..., min_length=1)
+    filter: dict[str, Any] | str | None = None
+
+
+class IfElseParams(_Params):
+    condition: Any = Field(..., description="expression, e.g. {{ input.amount > 1000 }}")
+
+
+class SwitchCase(BaseModel):
+    value: Any
+    handle: str | None = None
+
+
+class SwitchParams(_Params):
+    value: Any
+    cases: list[SwitchCase] = []
+
+
+class LoopParams(_Params):
+    items: Any = Field(..., description="expression yielding a list")
+
+
+class WaitParams(_Params):
+    seconds: float | None = Field(None, ge=0)
+    until: str | None = Field(None, description="ISO date-time or expression")
+
+
+class StopParams(_Params):
+    status: Literal["completed", "failed", "cancelled"] = "completed"
+    message: str | None = None
+
+
+class Assignee(BaseModel):
+    user: str | None = None
+    role: str | None = None
+
+
+class InputFormParams(_Params):
+    title: str
+    fields: list[FormField] = []
+    assignee: Assignee | None = None
+    timeout_seconds: int | None = Field(None, ge=1)
+    on_timeout: Literal["cancel", "default"] = "cancel"
+
+
+class ApprovalParams(_Params):
+    title: str
+    message: str | None = None
+    assignee: Assignee | None = None
+    timeout_seconds: int | None = Field(None, ge=1)
+    on_timeout: Literal["cancel", "default"] = "cancel"
+
+
+class CheckEmailParams(_Params):
+    connection_id: str
+    folder: str = "Inbox"
+    filter: dict[str, Any] | str | None = None
+
+
+class PromptParams(_Params):
+    prompt: str
+    system_prompt: str | None = None
+    model: str | None = None
+    response_format: Literal["text", "json"] = "text"
+
+
+class DecideParams(_Params):
+    question: str
+    options: list[str] = Field(..., min_length=2)
+
+
+class PythonParams(_Params):
+    code: str
+    timeout_seconds: int = Field(10, ge=1, le=300)
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """One entry of the palette."""
+
+    type: str
+    label: str
+    category: str
+    description: str
+    params_model: type[BaseModel]
+    handles: tuple[str, ...] = ("out",)
+    dynamic_handles: str | None = None
+    is_trigger: bool = False
+    toolbox: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "label": self.label,
+            "category": self.category,
+            "description": self.description,
+            "toolbox": self.toolbox,
+            "isTrigger": self.is_trigger,
+            "parameters": self.params_model.model_json_schema(),
+            "handles": list(self.handles),
+            "dynamicHandles": self.dynamic_handles,
+        }
+
+
+BUILTIN_NODE_TYPES: tuple[NodeType, ...] = (
+    NodeType("trigger.manual", "Manual start", "trigger", "Started by a person or the API", NoParams,
+             is_trigger=True),
+    NodeType("trigger.schedule", "Schedule", "trigger", "Runs on a cron schedule or at an interval",
+             ScheduleParams, is_trigger=True),
+    NodeType("trigger.webhook", "Webhook", "trigger", "Runs when a signed HTTP request arrives", WebhookParams,
+             is_trigger=True),
+    NodeType("trigger.form", "Form", "trigger", "Runs when someone submits a form", FormTriggerParams,
+             is_trigger=True),
+    NodeType("trigger.event", "Event", "trigger", "Runs when a platform event occurs", EventParams, is_trigger=True),
+    NodeType("flow.ifElse", "If / else", "flow", "Branches on a condition", IfElseParams, ("true", "false")),
+    NodeType("flow.switch", "Switch", "flow", "Branches on a value: one handle per case, plus default",
+             SwitchParams, ("default",), dynamic_handles="cases"),
+    NodeType("flow.loop", "Loop", "flow", "Runs its body once per item, then continues at done", LoopParams,
+             ("each", "done")),
+    NodeType("flow.merge", "Merge", "flow", "Waits for every branch that is still live", NoParams),
+    NodeType("flow.wait", "Wait", "flow", "Pauses for a time or until a moment (survives restarts)", WaitParams),
+    NodeType("flow.stop", "Stop", "flow", "Ends the run with a status", StopParams, ()),
+    NodeType("input.form", "Form task", "human", "Asks a person to fill in a form", InputFormParams),
+    NodeType("input.approval", "Approval", "human", "Asks a person to approve or reject", ApprovalParams,
+             ("approved", "rejected")),
+    NodeType("email.checkEmail", "Wait for e-mail", "email", "Pauses until a matching e-mail arrives",
+             CheckEmailParams),
+    NodeType("ai.prompt", "AI prompt", "ai", "Asks the AI model and returns its answer", PromptParams),
+    NodeType("ai.decide", "AI decision", "ai", "Lets the AI pick one of the options: one handle per option",
+             DecideParams, (), dynamic_handles="options"),
+    NodeType("script.python", "Python script", "code", "Runs Python code in a sandbox", PythonParams),
+)
+
+
+def palette() -> list[NodeType]:
+    """Every node type a graph may use: the built-ins and each action marked as node."""
+    from_actions = [
+        NodeType(a.id, a.label, a.toolbox, a.description, a.params_model, toolbox=a.toolbox)
+        for a in get_registry().graph_nodes()
+    ]
+    builtin_ids = {n.type for n in BUILTIN_NODE_TYPES}
+    clash = [n.type for n in from_actions if n.type in builtin_ids]
+    if clash:
+        raise ValueError(f"actions may not reuse built-in node types: {clash}")
+    return [*BUILTIN_NODE_TYPES, *from_actions]
+
+
+def node_type(type_id: str) -> NodeType | None:
+    return next((n for n in palette() if n.type == type_id), None)
