@@ -60,3 +60,21 @@ def api(app_config: str) -> Iterator[Api]:
         me = client.get("/api/me", headers={"Authorization": f"Bearer {token}"}).json()
         instance_id = next(i["id"] for i in me["instances"] if i["featureCode"] == "graphicalEditor")
         yield Api(client, token, instance_id)
+
+
+@pytest.fixture
+def action_context(app_config: str):
+    """An ActionContext for the bootstrap admin in the default Workspace instance.
+
+    The session stays open for the test; changes are committed when the test ends.
+    """
+    from sqlmodel import select
+
+    from backend.actions import ActionContext
+    from backend.db import session_scope
+    from backend.db.models import FeatureInstance, User
+
+    with session_scope() as session:
+        admin = session.exec(select(User).where(User.username == "admin")).one()
+        instance = session.exec(select(FeatureInstance).where(FeatureInstance.feature_code == "workspace")).one()
+        yield ActionContext(session, admin, instance.mandate_id, instance.id)
