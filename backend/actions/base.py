@@ -109,6 +109,11 @@ class ActionResult:
 ACTION_ATTRIBUTE = "__poweron_action__"
 
 
+def declared_action(fn: Callable) -> Action | None:
+    """The Action a function was declared as, if any."""
+    return getattr(fn, ACTION_ATTRIBUTE, None)
+
+
 def action(
     id: str,  # noqa: A002 - the spec's name for it
     *,

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from backend.actions.base import ActionContext, ActionError, ActionResult
-from backend.actions.registry import get_registry
+from backend.actions.registry import ActionRegistry, get_registry
 from backend.errors import DomainError
 from backend.rbac.rights import RESOURCE
 
@@ -31,15 +31,16 @@ def _jsonable(output: Any) -> Any:
     return output
 
 
-def execute_action(action_id: str, params: dict[str, Any] | None, context: ActionContext) -> ActionResult:
+def execute_action(
+    action_id: str, params: dict[str, Any] | None, context: ActionContext, registry: ActionRegistry | None = None
+) -> ActionResult:
     """Run one action as `context.user` in their mandate and instance.
 
     Unknown ids, invalid parameters (the field named), a missing RESOURCE right for the action
     or its toolbox and any failure inside the action come back as an unsuccessful result with
     a clear message; nothing here raises.
     """
-    registry = get_registry()
-    found = registry.get(action_id)
+    found = (registry or get_registry()).get(action_id)
     if found is None:
         return ActionResult(action_id, False, error=f"unknown action id '{action_id}'", error_kind="unknown")
     try:
