@@ -19,7 +19,10 @@ def db_session() -> Iterator[Session]:
         yield session
 
 
-DbSession = Annotated[Session, Depends(db_session)]
+# scope="function": commit before the response is sent. With FastAPI's default ("request") the
+# commit ran after the client had its answer, so a token from /api/auth/login could be refused
+# by the very next request, and a failing commit could follow a success response.
+DbSession = Annotated[Session, Depends(db_session, scope="function")]
 
 
 def bearer_token(request: Request) -> str | None:

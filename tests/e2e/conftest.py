@@ -1,7 +1,9 @@
 """Starts the real app (`reflex run`, real Vite frontend, real backend) and a real Chromium.
 
 The app gets its own ports, a temp data folder and SQLite database, and a known admin
-password; it is stopped with its whole process group afterwards.
+password; it is stopped with its whole process group afterwards. Single sign-on is on: an
+OpenID Connect provider (tests/oidc_provider.py) runs on 127.0.0.1 for as long as the app does,
+and new SSO users join the mandate `SSO_MANDATE` (which the tests create) with role `user`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from tests.oidc_provider import Provider, serve
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -27,6 +31,9 @@ CHROMIUM_ARGS = [
 ]
 ADMIN_PASSWORD = "e2e-admin-pass"
 START_TIMEOUT = 600  # the first start installs the frontend from the npm registry
+OIDC_CLIENT_ID = "poweron-e2e"
+OIDC_CLIENT_SECRET = "e2e-sso-secret"
+SSO_MANDATE = "SSO Staff"  # POWERON_OIDC_MANDATE of the app; not there at start
 
 
 @dataclass
@@ -34,6 +41,7 @@ class RunningApp:
     ui_url: str
     api_url: str
     log: Path
+    oidc: Provider  # the app's identity provider
 
 
 def _free_port() -> int:
@@ -64,41 +72,66 @@ def _wait_until_up(app: RunningApp, process: subprocess.Popen) -> None:
     raise RuntimeError(f"app did not come up in {START_TIMEOUT}s:\n{app.log.read_text()[-4000:]}")
 
 
-@pytest.fixture(scope="session")
-def running_app(tmp_path_factory) -> Iterator[RunningApp]:
-    ui_port, api_port = _free_port(), _free_port()
-    data = tmp_path_factory.mktemp("app-data")
-    log = data / "reflex.log"
-    env = {
+def _app_env(ui_url: str, api_url: str, data: Path, no_reload: Path, provider: Provider) -> dict[str, str]:
+    return {
         **os.environ,
         "PATH": f"{_node_bin()}:{os.environ['PATH']}",
         "REFLEX_USE_NPM": "1",
         "REFLEX_TELEMETRY_ENABLED": "false",
-        "REFLEX_API_URL": f"http://localhost:{api_port}",
-        "REFLEX_DEPLOY_URL": f"http://localhost:{ui_port}",
+        "REFLEX_API_URL": api_url,
+        "REFLEX_DEPLOY_URL": ui_url,
         "POWERON_DATA_DIR": str(data),
         "POWERON_DB_URL": f"sqlite:///{data / 'e2e.db'}",
         "POWERON_ADMIN_USER": "admin",
         "POWERON_ADMIN_PASSWORD": ADMIN_PASSWORD,
-        # Editing tests while the suite runs must not restart the app's backend mid-test.
-        "REFLEX_HOT_RELOAD_EXCLUDE_PATHS": str(PROJECT_ROOT / "tests"),
+        "POWERON_OIDC_ISSUER": provider.issuer,
+        "POWERON_OIDC_CLIENT_ID": provider.client_id,
+        "POWERON_OIDC_CLIENT_SECRET": provider.client_secret,
+        "POWERON_OIDC_MANDATE": SSO_MANDATE,
+        "POWERON_OIDC_ROLES": "user",
+        "POWERON_UI_URL": ui_url,
+        "POWERON_API_URL": api_url,
+        # Editing tests or app code while the suite runs must not restart the app's backend
+        # mid-test (that loses its state): it watches an empty folder only, like `make run`.
+        "REFLEX_HOT_RELOAD_OVERRIDE_PATHS": str(no_reload),
     }
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(PROJECT_ROOT / ".venv" / "bin" / "reflex"), "run",
-             "--frontend-port", str(ui_port), "--backend-port", str(api_port)],
-            cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    app = RunningApp(f"http://localhost:{ui_port}", f"http://localhost:{api_port}", log)
-    try:
-        _wait_until_up(app, process)
-        yield app
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
+
+
+@pytest.fixture(scope="session")
+def running_app(tmp_path_factory) -> Iterator[RunningApp]:
+    ui_port, api_port = _free_port(), _free_port()
+    ui_url, api_url = f"http://localhost:{ui_port}", f"http://localhost:{api_port}"
+    data = tmp_path_factory.mktemp("app-data")
+    no_reload = tmp_path_factory.mktemp("no-reload")
+    log = data / "reflex.log"
+    registered = Provider(client_id=OIDC_CLIENT_ID, client_secret=OIDC_CLIENT_SECRET,
+                          redirect_uri=f"{api_url}/api/auth/oidc/callback")
+    with serve(registered) as provider:
+        with log.open("w") as out:
+            process = subprocess.Popen(
+                [str(PROJECT_ROOT / ".venv" / "bin" / "reflex"), "run",
+                 "--frontend-port", str(ui_port), "--backend-port", str(api_port)],
+                cwd=PROJECT_ROOT, env=_app_env(ui_url, api_url, data, no_reload, provider),
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        app = RunningApp(ui_url, api_url, log, provider)
         try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            _wait_until_up(app, process)
+            yield app
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def oidc_provider(running_app: RunningApp) -> Iterator[Provider]:
+    """The app's identity provider with its defaults (user Jane Doe), reset again afterwards."""
+    running_app.oidc.reset()
+    yield running_app.oidc
+    running_app.oidc.reset()
 
 
 @pytest.fixture(scope="session")
