@@ -12,7 +12,18 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, event, inspect, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Index,
+    LargeBinary,
+    Text,
+    UniqueConstraint,
+    event,
+    inspect,
+    text,
+)
 from sqlmodel import Field, SQLModel
 
 EXECUTION_LOG_LIMIT = 50
@@ -362,3 +373,82 @@ class SsoExchange(SQLModel, table=True):
     user_id: str = Field(foreign_key="user_account.id", index=True, max_length=32)
     created_at: datetime = Field(default_factory=utcnow)
     expires_at: datetime = Field(index=True)
+
+
+# --- file store (one per feature instance) -------------------------------------------------
+
+
+class FileFolder(SQLModel, table=True):
+    """A folder in the file store of one feature instance; names are unique within a parent.
+
+    `parent_id` None means the folder sits at the root. The partial index makes root names
+    unique too (a plain unique constraint treats NULL parents as all different).
+    """
+
+    __tablename__ = "file_folder"
+    __table_args__ = (
+        UniqueConstraint("feature_instance_id", "parent_id", "name", name="uq_file_folder_name"),
+        Index(
+            "uq_file_folder_root_name",
+            "feature_instance_id",
+            "name",
+            unique=True,
+            sqlite_where=text("parent_id IS NULL"),
+            postgresql_where=text("parent_id IS NULL"),
+        ),
+    )
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+    feature_instance_id: str = Field(foreign_key="feature_instance.id", index=True, max_length=32)
+    parent_id: str | None = Field(default=None, foreign_key="file_folder.id", index=True, max_length=32)
+    name: str = Field(max_length=255)
+    sys_created_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
+    sys_created_at: datetime = Field(default_factory=utcnow)
+    sys_modified_at: datetime = Field(default_factory=utcnow)
+
+
+class StoredFile(SQLModel, table=True):
+    """A file in the file store of one feature instance (metadata; bytes in StoredFileData)."""
+
+    __tablename__ = "stored_file"
+    __table_args__ = (
+        UniqueConstraint("feature_instance_id", "folder_id", "name", name="uq_stored_file_name"),
+        Index(
+            "uq_stored_file_root_name",
+            "feature_instance_id",
+            "name",
+            unique=True,
+            sqlite_where=text("folder_id IS NULL"),
+            postgresql_where=text("folder_id IS NULL"),
+        ),
+    )
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+    feature_instance_id: str = Field(foreign_key="feature_instance.id", index=True, max_length=32)
+    folder_id: str | None = Field(default=None, foreign_key="file_folder.id", index=True, max_length=32)
+    name: str = Field(max_length=255)
+    mime_type: str = Field(default="application/octet-stream", max_length=255)
+    size_bytes: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
+    sha256: str = Field(max_length=64)
+    has_text: bool = False
+    sys_created_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
+    sys_created_at: datetime = Field(default_factory=utcnow)
+    sys_modified_at: datetime = Field(default_factory=utcnow)
+
+
+class StoredFileData(SQLModel, table=True):
+    """The bytes of a stored file and the text extracted from them for full-text search.
+
+    Kept apart from StoredFile so that listings never load contents. The search index
+    follows `text_content` (NULL for binary files, which are not indexed): an FTS5 table kept
+    by triggers on SQLite, a generated tsvector column with a GIN index on PostgreSQL — both
+    created by migration 0004_files, outside this model.
+    """
+
+    __tablename__ = "stored_file_data"
+
+    file_id: str = Field(foreign_key="stored_file.id", primary_key=True, max_length=32, ondelete="CASCADE")
+    content: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    text_content: str | None = Field(default=None, sa_column=Column(Text, nullable=True))

@@ -32,12 +32,14 @@ from backend.auth import create_api_token, issue_token
 from backend.db import get_engine, session_scope
 from backend.db.models import FeatureInstance, HumanTask, Role, User, WorkflowRun
 from backend.features.registry import get_features
+from backend.files import service as files
 from backend.tenancy import create_feature_instance, create_mandate, grant_instance_roles, grant_mandate_roles
 from backend.workflows import service
 from backend.workflows.graph import default_graph
 
 METHODS = ("get", "post", "put", "patch", "delete")
 EDITOR = "graphicalEditor"
+WORKSPACE = "workspace"
 # Public routes that take ids would need a walk of their own (e.g. signed webhooks); list each
 # here with the reason it is safe, or the walk fails. Public routes without any id parameter
 # are skipped: they have no caller to isolate and name no object to cross over to.
@@ -63,6 +65,7 @@ class Tenant:
     run_id: str
     task_id: str
     token_id: str
+    file_id: str
     role_ids: list[str] = field(default_factory=list)
 
     def instance_for(self, path: str) -> str:
@@ -73,7 +76,7 @@ class Tenant:
     def all_ids(self) -> set[str]:
         return {self.mandate_id, self.admin_id, self.viewer_id, *self.instances.values(), self.workflow_id,
                 self.archived_version_id, self.published_version_id, self.run_id, self.task_id, self.token_id,
-                *self.role_ids}
+                self.file_id, *self.role_ids}
 
 
 # Parameter name (path, query or body property ending in "Id") → the tenant's object for a route.
@@ -87,6 +90,7 @@ PATH_IDS: dict[str, Callable[[Tenant, str], str]] = {
     "runId": lambda t, path: t.run_id,
     "taskId": lambda t, path: t.task_id,
     "tokenId": lambda t, path: t.token_id,
+    "fileId": lambda t, path: t.file_id,
 }
 # Values for body properties that must look right for the route to reach its checks.
 EXAMPLES: dict[str, Any] = {
@@ -130,6 +134,9 @@ def build_tenant(name: str) -> Tenant:
                          title=f"Approve for {name}")
         session.add(task)
         token_row, _ = create_api_token(session, admin, f"token of {name}")
+        workspace = instances[WORKSPACE]
+        stored = files.write_text(files.FileScope(session, admin, mandate.id, workspace.id),
+                                  f"/notes/{name}.txt", f"Notes of tenant {name}")
         admin_token = issue_token(session, admin).token
         viewer_token = issue_token(session, viewer).token
         session.flush()
@@ -139,7 +146,7 @@ def build_tenant(name: str) -> Tenant:
             admin={"Authorization": f"Bearer {admin_token}"}, viewer={"Authorization": f"Bearer {viewer_token}"},
             instances={code: i.id for code, i in instances.items()}, workflow_id=workflow.id,
             archived_version_id=archived.id, published_version_id=published.id, run_id=run.id, task_id=task.id,
-            token_id=token_row.id, role_ids=list(roles),
+            token_id=token_row.id, file_id=stored.id, role_ids=list(roles),
         )
 
 

@@ -1,0 +1,735 @@
+"""The file store of a feature instance: the only way to its folders, files and search index.
+
+Every function takes a *scope* — anything with `session`, `user`, `mandate_id` and
+`feature_instance_id` (an ActionContext, or :class:`FileScope` from REST) — and works inside
+that instance only, with the caller's DATA rights on `data.feature.<featureCode>.file`:
+
+- read `all` sees every file, `own` only the files the user created, `none` nothing (folders
+  are structure: everyone who may read files sees every folder);
+- create is needed for new files and folders, update (own: rows the user created) for
+  overwriting and renaming, delete (own likewise) for deleting.
+
+Paths look like `/reports/2024/summary.md` (the leading slash is optional, `/` is the root).
+Names must not be empty, `.` or `..`, contain `/` or control characters, or start or end with
+spaces; a folder holds at most one file or folder of a name. Files may be at most
+POWERON_FILE_MAX_BYTES (20 MiB) and an instance holds at most POWERON_INSTANCE_QUOTA_BYTES
+(1 GiB). Bad input raises InvalidInput, NotFound, Conflict, Forbidden or NotText before
+anything is written.
+
+Text is extracted on write (backend.files.extract) and indexed by the database: an FTS5 table
+on SQLite, a tsvector column on PostgreSQL (migration 0004_files); :func:`search_files` hides
+the difference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import bindparam, delete, func
+from sqlalchemy import text as sql
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from backend.config import get_settings
+from backend.db.models import FeatureInstance, FileFolder, StoredFile, StoredFileData, User, utcnow
+from backend.errors import Conflict, DomainError, FieldError, Forbidden, InvalidInput, NotFound
+from backend.files import extract
+from backend.rbac.access import AccessContext
+from backend.rbac.rights import Level
+
+MIB = 1024 * 1024
+DEFAULT_MAX_FILE_BYTES = 20 * MIB
+DEFAULT_INSTANCE_QUOTA_BYTES = 1024 * MIB
+NAME_MAX = 255
+DEFAULT_READ_CHARS = 50_000
+MAX_READ_CHARS = 200_000
+SEARCH_INDEX_CHARS = 200_000  # as in migration 0004_files
+SEARCH_MAX_WORDS = 16
+SNIPPET_MARK = "**"
+
+
+class NotText(DomainError):
+    """A binary file (or a document without extractable text) where text was expected."""
+
+
+class FileTooLarge(InvalidInput):
+    """A file over POWERON_FILE_MAX_BYTES, or one that would overrun the instance's quota."""
+
+
+class Scope(Protocol):
+    """What the service needs to know about its caller (ActionContext fits)."""
+
+    session: Session
+    user: User
+    mandate_id: str
+    feature_instance_id: str | None
+
+
+@dataclass
+class FileScope:
+    """A scope for callers that have no ActionContext (REST routes, UI state)."""
+
+    session: Session
+    user: User
+    mandate_id: str
+    feature_instance_id: str
+    access: AccessContext | None = None
+
+
+@dataclass(frozen=True)
+class FileLimits:
+    max_file_bytes: int
+    instance_quota_bytes: int
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A file as callers see it (never the ORM row)."""
+
+    id: str
+    name: str
+    path: str
+    folder_path: str
+    mime_type: str
+    size_bytes: int
+    sha256: str
+    has_text: bool
+    sys_created_by: str | None
+    sys_created_at: datetime
+    sys_modified_at: datetime
+
+
+@dataclass(frozen=True)
+class FolderEntry:
+    id: str
+    name: str
+    path: str
+    parent_path: str
+    sys_created_by: str | None
+    sys_created_at: datetime
+
+
+@dataclass(frozen=True)
+class FileText:
+    """A slice of a file's text."""
+
+    file: FileEntry
+    text: str
+    offset: int
+    total_chars: int
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    file: FileEntry
+    folder_path: str
+    snippet: str
+
+
+@dataclass(frozen=True)
+class DeletedFolder:
+    path: str
+    files: int
+    folders: int
+
+
+# --- configuration and input ------------------------------------------------------------------------
+
+
+def _byte_setting(name: str, default: int) -> int:
+    raw = (os.environ.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number of bytes, not {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, not {value}")
+    return value
+
+
+def get_limits() -> FileLimits:
+    """The size limits from the environment (and `.env`), read at every call."""
+    get_settings()  # loads .env once
+    return FileLimits(
+        max_file_bytes=_byte_setting("POWERON_FILE_MAX_BYTES", DEFAULT_MAX_FILE_BYTES),
+        instance_quota_bytes=_byte_setting("POWERON_INSTANCE_QUOTA_BYTES", DEFAULT_INSTANCE_QUOTA_BYTES),
+    )
+
+
+def human_size(size: int) -> str:
+    """1536 → '1.5 KiB'."""
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit}".replace(".0 ", " ")
+        value /= 1024
+    return f"{size} bytes"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def validate_name(name: Any, field_name: str = "name") -> str:
+    """A file or folder name as given, or InvalidInput saying what is wrong with it."""
+    problem = None
+    if not isinstance(name, str) or not name:
+        problem = "must not be empty"
+    elif "/" in name:
+        problem = f"'{name}' must not contain '/'"
+    elif name in (".", ".."):
+        problem = f"'{name}' is not allowed as a name"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
+        problem = "must not contain control characters"
+    elif name != name.strip():
+        problem = f"'{name}' must not start or end with spaces"
+    elif len(name) > NAME_MAX:
+        problem = f"must be at most {NAME_MAX} characters (got {len(name)})"
+    if problem:
+        raise InvalidInput([FieldError(field_name, problem)])
+    return name
+
+
+def split_path(path: Any, field_name: str = "path") -> list[str]:
+    """`/a/b/c.txt` → ['a', 'b', 'c.txt'] with every part validated; `/` → []."""
+    if not isinstance(path, str):
+        raise InvalidInput([FieldError(field_name, "must be a path such as /folder/file.txt")])
+    parts = [p for p in path.split("/") if p != ""]
+    for part in parts:
+        try:
+            validate_name(part, field_name)
+        except InvalidInput as exc:
+            raise InvalidInput([FieldError(field_name, f"in '{path}': {exc.errors[0].message}")]) from None
+    return parts
+
+
+def join_path(parts: Iterable[str]) -> str:
+    return "/" + "/".join(parts)
+
+
+# --- the store of one instance ----------------------------------------------------------------------
+
+EXTRACT = object()  # marker for `_Store.write`: extract the text from the bytes
+
+
+@dataclass
+class _Store:
+    """The checks and lookups of one call; built from a scope by :func:`_open`."""
+
+    session: Session
+    user: User
+    access: AccessContext
+    instance: FeatureInstance
+    item: str
+    _folders: dict[str, FileFolder] | None = field(default=None, init=False)
+
+    # --- rights ---
+
+    def level(self, operation: str) -> Level:
+        return self.access.data_level(self.item, operation, self.instance.mandate_id, self.instance.id)
+
+    def require(self, operation: str, row: Any = None, what: str = "files") -> None:
+        level = self.level(operation)
+        if level == Level.NONE:
+            raise Forbidden(f"your roles allow no {operation} on {what} in this instance")
+        if level == Level.OWN and row is not None and row.sys_created_by != self.user.id:
+            raise Forbidden(f"your roles allow {operation} only on {what} you created")
+
+    def can_read(self, row: StoredFile) -> bool:
+        level = self.level("read")
+        return level == Level.ALL or (level == Level.OWN and row.sys_created_by == self.user.id)
+
+    # --- folders ---
+
+    def folders(self) -> dict[str, FileFolder]:
+        if self._folders is None:
+            rows = self.session.exec(select(FileFolder).where(FileFolder.feature_instance_id == self.instance.id))
+            self._folders = {f.id: f for f in rows.all()}
+        return self._folders
+
+    def folder_parts(self, folder_id: str | None) -> list[str]:
+        parts: list[str] = []
+        folders = self.folders()
+        while folder_id is not None:
+            folder = folders[folder_id]
+            parts.append(folder.name)
+            folder_id = folder.parent_id
+        return parts[::-1]
+
+    def folder_path(self, folder_id: str | None) -> str:
+        return join_path(self.folder_parts(folder_id))
+
+    def child_folder(self, parent_id: str | None, name: str) -> FileFolder | None:
+        return next((f for f in self.folders().values() if f.parent_id == parent_id and f.name == name), None)
+
+    def walk_folders(self, parts: list[str]) -> tuple[str | None, list[str]]:
+        """The deepest existing folder along `parts` and the names below it that do not exist."""
+        folder_id: str | None = None
+        for index, name in enumerate(parts):
+            child = self.child_folder(folder_id, name)
+            if child is None:
+                return folder_id, parts[index:]
+            folder_id = child.id
+        return folder_id, []
+
+    def resolve_folder(self, parts: list[str], field_name: str = "path") -> str | None:
+        folder_id, missing = self.walk_folders(parts)
+        if missing:
+            if self.file_row(folder_id, missing[0]) is not None and len(missing) == 1:
+                raise InvalidInput([FieldError(field_name, f"{join_path(parts)} is a file, not a folder")])
+            raise NotFound(f"folder {join_path(parts)} not found")
+        return folder_id
+
+    def subtree(self, folder_id: str | None) -> list[FileFolder]:
+        """Every folder below `folder_id` (not itself), parents before children."""
+        children: dict[str | None, list[FileFolder]] = {}
+        for folder in self.folders().values():
+            children.setdefault(folder.parent_id, []).append(folder)
+        found, queue = [], list(children.get(folder_id, []))
+        while queue:
+            folder = queue.pop(0)
+            found.append(folder)
+            queue.extend(children.get(folder.id, []))
+        return found
+
+    def make_folders(self, parent_id: str | None, names: list[str]) -> str | None:
+        for name in names:
+            if self.file_row(parent_id, name) is not None:
+                raise Conflict(f"{join_path([*self.folder_parts(parent_id), name])} is a file, not a folder")
+            folder = FileFolder(mandate_id=self.instance.mandate_id, feature_instance_id=self.instance.id,
+                                parent_id=parent_id, name=name, sys_created_by=self.user.id)
+            self.guarded(f"a folder named '{name}' already exists in {self.folder_path(parent_id)}",
+                         lambda folder=folder: self.session.add(folder))
+            self.folders()[folder.id] = folder
+            parent_id = folder.id
+        return parent_id
+
+    def folder_entry(self, folder: FileFolder) -> FolderEntry:
+        return FolderEntry(id=folder.id, name=folder.name, path=self.folder_path(folder.id),
+                           parent_path=self.folder_path(folder.parent_id), sys_created_by=folder.sys_created_by,
+                           sys_created_at=folder.sys_created_at)
+
+    # --- files ---
+
+    def file_row(self, folder_id: str | None, name: str) -> StoredFile | None:
+        query = select(StoredFile).where(StoredFile.feature_instance_id == self.instance.id, StoredFile.name == name)
+        query = query.where(StoredFile.folder_id == folder_id if folder_id else StoredFile.folder_id.is_(None))
+        return self.session.exec(query).first()
+
+    def file_by_path(self, path: str, field_name: str = "path") -> StoredFile:
+        parts = split_path(path, field_name)
+        if not parts:
+            raise InvalidInput([FieldError(field_name, "names a folder (/), not a file")])
+        self.require("read")
+        folder_id, missing = self.walk_folders(parts[:-1])
+        row = None if missing else self.file_row(folder_id, parts[-1])
+        if row is None or not self.can_read(row):
+            if not missing and self.child_folder(folder_id, parts[-1]) is not None:
+                raise InvalidInput([FieldError(field_name, f"{join_path(parts)} is a folder, not a file")])
+            raise NotFound(f"file {join_path(parts)} not found")
+        return row
+
+    def file_by_id(self, file_id: str) -> StoredFile:
+        self.require("read")
+        row = self.session.get(StoredFile, file_id)
+        if row is None or row.feature_instance_id != self.instance.id or not self.can_read(row):
+            raise NotFound(f"file {file_id} not found")
+        return row
+
+    def data(self, row: StoredFile) -> StoredFileData:
+        return self.session.get(StoredFileData, row.id)
+
+    def entry(self, row: StoredFile) -> FileEntry:
+        folder_path = self.folder_path(row.folder_id)
+        return FileEntry(
+            id=row.id, name=row.name, path=folder_path.rstrip("/") + "/" + row.name, folder_path=folder_path,
+            mime_type=row.mime_type, size_bytes=row.size_bytes, sha256=row.sha256, has_text=row.has_text,
+            sys_created_by=row.sys_created_by, sys_created_at=row.sys_created_at,
+            sys_modified_at=row.sys_modified_at,
+        )
+
+    def used_bytes(self) -> int:
+        total = self.session.exec(
+            select(func.coalesce(func.sum(StoredFile.size_bytes), 0)).where(
+                StoredFile.feature_instance_id == self.instance.id)
+        ).one()
+        return int(total)
+
+    def check_size(self, size: int, replacing: int = 0) -> None:
+        check_file_size(size)
+        limits = get_limits()
+        after = self.used_bytes() - replacing + size
+        if after > limits.instance_quota_bytes:
+            raise FileTooLarge([FieldError("content", (
+                f"the file store of this instance would hold {human_size(after)}, over its quota of "
+                f"{human_size(limits.instance_quota_bytes)} (POWERON_INSTANCE_QUOTA_BYTES); delete files first"))])
+
+    def guarded(self, clash: str, change: Callable[[], Any]) -> None:
+        """Make `change` and flush it in a savepoint: a unique-name clash with a concurrent
+        writer becomes Conflict(clash) and leaves the rest of the transaction usable."""
+        try:
+            with self.session.begin_nested():
+                change()
+                self.session.flush()
+        except IntegrityError:
+            raise Conflict(clash) from None
+
+    def write(self, path: str, data: bytes, mime_type: str | None, overwrite: bool, create_folders: bool,
+              text: Any = EXTRACT, field_name: str = "path") -> FileEntry:
+        """Create or replace one file; every check runs before the first write.
+
+        `text` is the file's text if the caller knows it (None: binary), else it is extracted.
+        """
+        parts = split_path(path, field_name)
+        if not parts:
+            raise InvalidInput([FieldError(field_name, "names the root folder (/), not a file")])
+        *folder_parts, name = parts
+        folder_id, missing = self.walk_folders(folder_parts)
+        if missing and not create_folders:
+            raise NotFound(f"folder {join_path(folder_parts)} not found")
+        if missing and self.file_row(folder_id, missing[0]) is not None:
+            raise Conflict(f"{join_path([*self.folder_parts(folder_id), missing[0]])} is a file, not a folder")
+        existing = None if missing else self.file_row(folder_id, name)
+        if not missing and self.child_folder(folder_id, name) is not None:
+            raise Conflict(f"{join_path(parts)} is a folder; choose another file name")
+        if existing is not None:
+            if not overwrite:
+                raise Conflict(f"a file named '{name}' already exists in {join_path(folder_parts)} "
+                               "(set overwrite to replace it)")
+            self.require("update", existing)
+        else:
+            self.require("create")
+        if missing:
+            self.require("create", what="folders")
+        self.check_size(len(data), existing.size_bytes if existing else 0)
+        mime = extract.detect_type(name, mime_type, data)
+        if text is EXTRACT:
+            text = extract.extract_text(data, mime)
+        folder_id = self.make_folders(folder_id, missing)
+        digest = hashlib.sha256(data).hexdigest()
+        clash = f"a file named '{name}' already exists in {join_path(folder_parts)}"
+        if existing is None:
+            row = StoredFile(mandate_id=self.instance.mandate_id, feature_instance_id=self.instance.id,
+                             folder_id=folder_id, name=name, sys_created_by=self.user.id, mime_type=mime,
+                             size_bytes=len(data), sha256=digest, has_text=text is not None)
+
+            def insert() -> None:
+                self.session.add(row)
+                self.session.flush()
+                self.session.add(StoredFileData(file_id=row.id, content=data, text_content=text))
+
+            self.guarded(clash, insert)
+        else:
+            row, stored = existing, self.data(existing)
+
+            def replace() -> None:
+                row.mime_type, row.size_bytes, row.sha256, row.has_text = mime, len(data), digest, text is not None
+                row.sys_modified_at = utcnow()
+                stored.content, stored.text_content = data, text
+                self.session.add_all([row, stored])
+
+            self.guarded(clash, replace)
+        return self.entry(row)
+
+    def remove_files(self, rows: list[StoredFile]) -> None:
+        ids = [r.id for r in rows]
+        if not ids:
+            return
+        self.session.flush()
+        for row in rows:
+            self.session.expunge(row)
+            loaded = self.session.identity_map.get(self.session.identity_key(StoredFileData, row.id))
+            if loaded is not None:
+                self.session.expunge(loaded)
+        self.session.exec(delete(StoredFileData).where(StoredFileData.file_id.in_(ids)))
+        self.session.exec(delete(StoredFile).where(StoredFile.id.in_(ids)))
+
+
+def _open(scope: Scope) -> _Store:
+    """The store of the scope's instance, after checking the instance exists in its mandate
+    and the user may open it (else NotFound, as for any foreign id)."""
+    if not getattr(scope, "feature_instance_id", None):
+        raise InvalidInput([FieldError("featureInstanceId",
+                                       "the file store belongs to a feature instance and none was given")])
+    access = getattr(scope, "access", None) or AccessContext(scope.session, scope.user)
+    instance = access.require_instance(scope.feature_instance_id)
+    if instance.mandate_id != scope.mandate_id:
+        raise NotFound(f"feature instance {scope.feature_instance_id} not found")
+    return _Store(scope.session, scope.user, access, instance, f"data.feature.{instance.feature_code}.file")
+
+
+def require_right(scope: Scope, operation: str) -> None:
+    """Forbidden unless the caller has some (own or all) right for `operation` on the instance's files.
+
+    For callers that want to refuse early, before reading a request body.
+    """
+    _open(scope).require(operation)
+
+
+def check_file_size(size: int) -> None:
+    """FileTooLarge when a file of `size` bytes is over POWERON_FILE_MAX_BYTES."""
+    limit = get_limits().max_file_bytes
+    if size > limit:
+        raise FileTooLarge([FieldError("content", (
+            f"the file is {human_size(size)}; files may be at most {human_size(limit)} (POWERON_FILE_MAX_BYTES)"))])
+
+
+# --- files ------------------------------------------------------------------------------------------
+
+
+def list_files(scope: Scope, folder: str = "/", recursive: bool = False) -> list[FileEntry]:
+    """The files of a folder (and of its subfolders when `recursive`), by path."""
+    store = _open(scope)
+    store.require("read")
+    folder_id = store.resolve_folder(split_path(folder, "folder"), "folder")
+    query = select(StoredFile).where(StoredFile.feature_instance_id == store.instance.id)
+    if recursive:
+        if folder_id is not None:
+            ids = [folder_id, *(f.id for f in store.subtree(folder_id))]
+            query = query.where(StoredFile.folder_id.in_(ids))
+    else:
+        query = query.where(StoredFile.folder_id == folder_id if folder_id else StoredFile.folder_id.is_(None))
+    if store.level("read") == Level.OWN:
+        query = query.where(StoredFile.sys_created_by == store.user.id)
+    return sorted((store.entry(r) for r in store.session.exec(query).all()), key=lambda e: e.path)
+
+
+def get_file(scope: Scope, file_id: str) -> FileEntry:
+    """One file by id (NotFound for files of other instances and files the user may not read)."""
+    store = _open(scope)
+    return store.entry(store.file_by_id(file_id))
+
+
+def find_file(scope: Scope, path: str) -> FileEntry:
+    """One file by path."""
+    store = _open(scope)
+    return store.entry(store.file_by_path(path))
+
+
+def read_bytes(scope: Scope, path: str | None = None, *, file_id: str | None = None) -> tuple[FileEntry, bytes]:
+    """A file's metadata and content, by path or id."""
+    store = _open(scope)
+    row = store.file_by_id(file_id) if file_id else store.file_by_path(path)
+    return store.entry(row), bytes(store.data(row).content)
+
+
+def read_text(scope: Scope, path: str, offset: int = 0, max_chars: int = DEFAULT_READ_CHARS) -> FileText:
+    """Up to `max_chars` characters of a file's text from `offset`; NotText for binary files.
+
+    Text files give their content, PDF and DOCX files the text extracted from them.
+    """
+    if offset < 0:
+        raise InvalidInput([FieldError("offset", "must not be negative")])
+    if not 1 <= max_chars <= MAX_READ_CHARS:
+        raise InvalidInput([FieldError("maxChars", f"must be between 1 and {MAX_READ_CHARS}")])
+    store = _open(scope)
+    row = store.file_by_path(path)
+    entry = store.entry(row)
+    text = store.data(row).text_content
+    if text is None:
+        reason = ("no text could be extracted from it" if extract.is_extractable(row.mime_type)
+                  else "it is a binary file")
+        raise NotText(f"{entry.path} has no text ({row.mime_type}, {human_size(row.size_bytes)}): {reason}; "
+                      "only text, PDF and DOCX files can be read as text")
+    piece = text[offset:offset + max_chars]
+    return FileText(entry, piece, offset, len(text), offset + len(piece) < len(text))
+
+
+def store_file(scope: Scope, path: str, data: bytes, mime_type: str | None = None, overwrite: bool = False,
+               create_folders: bool = True) -> FileEntry:
+    """Store bytes at `path` (an upload); the type comes from `mime_type`, the name or the bytes."""
+    return _open(scope).write(path, data, mime_type, overwrite, create_folders)
+
+
+def write_text(scope: Scope, path: str, text: str, overwrite: bool = True, create_folders: bool = True) -> FileEntry:
+    """Create or replace a text file (UTF-8); names of binary types (.pdf, .png, …) are refused."""
+    name = (split_path(path) or [""])[-1]
+    guessed = extract.guess_type(name) if name else None
+    if guessed and not extract.is_text_type(guessed):
+        raise InvalidInput([FieldError("path", f"'{name}' names a {guessed} file; only text files can be written "
+                                               "(use a name such as .txt, .md, .csv or .json)")])
+    if "\x00" in text:
+        raise InvalidInput([FieldError("content", "text must not contain NUL characters")])
+    return _open(scope).write(path, text.encode("utf-8"), guessed or "text/plain", overwrite, create_folders, text)
+
+
+def delete_file(scope: Scope, path: str | None = None, *, file_id: str | None = None) -> FileEntry:
+    """Delete one file, by path or id; returns what it was."""
+    store = _open(scope)
+    row = store.file_by_id(file_id) if file_id else store.file_by_path(path)
+    store.require("delete", row)
+    entry = store.entry(row)
+    store.remove_files([row])
+    return entry
+
+
+def rename_file(scope: Scope, path: str, new_name: str) -> FileEntry:
+    """Give a file another name in the same folder."""
+    store = _open(scope)
+    row = store.file_by_path(path)
+    validate_name(new_name, "newName")
+    store.require("update", row)
+    if new_name == row.name:
+        return store.entry(row)
+    folder_path = store.folder_path(row.folder_id)
+    if store.file_row(row.folder_id, new_name) is not None or store.child_folder(row.folder_id, new_name):
+        raise Conflict(f"'{new_name}' already exists in {folder_path}")
+
+    def change() -> None:
+        row.name, row.sys_modified_at = new_name, utcnow()
+        store.session.add(row)
+
+    store.guarded(f"'{new_name}' already exists in {folder_path}", change)
+    return store.entry(row)
+
+
+def copy_file(scope: Scope, path: str, target: str, overwrite: bool = False) -> FileEntry:
+    """Copy a file to `target`: a file path, or an existing folder to copy into under the same name."""
+    store = _open(scope)
+    row = store.file_by_path(path)
+    target_parts = split_path(target, "targetPath")
+    folder_id, missing = store.walk_folders(target_parts)
+    if not missing:  # the target is an existing folder (or the root)
+        target_parts = [*target_parts, row.name]
+    source = store.data(row)
+    return store.write(join_path(target_parts), bytes(source.content), row.mime_type, overwrite, True,
+                       source.text_content, "targetPath")
+
+
+# --- folders ----------------------------------------------------------------------------------------
+
+
+def list_folders(scope: Scope, path: str = "/", recursive: bool = False) -> list[FolderEntry]:
+    """The folders in a folder (all below it when `recursive`), by path."""
+    store = _open(scope)
+    store.require("read", what="folders")
+    folder_id = store.resolve_folder(split_path(path))
+    folders = store.subtree(folder_id) if recursive else [
+        f for f in store.folders().values() if f.parent_id == folder_id]
+    return sorted((store.folder_entry(f) for f in folders), key=lambda e: e.path)
+
+
+def create_folder(scope: Scope, path: str) -> FolderEntry:
+    """Create a folder and any missing parents; Conflict when it exists already."""
+    store = _open(scope)
+    parts = split_path(path)
+    if not parts:
+        raise InvalidInput([FieldError("path", "the root folder (/) always exists")])
+    store.require("create", what="folders")
+    folder_id, missing = store.walk_folders(parts)
+    if not missing:
+        raise Conflict(f"folder {join_path(parts)} already exists")
+    return store.folder_entry(store.folders()[store.make_folders(folder_id, missing)])
+
+
+def delete_folder(scope: Scope, path: str, recursive: bool = False) -> DeletedFolder:
+    """Delete a folder; with files or folders in it only when `recursive` (and all of them may go)."""
+    store = _open(scope)
+    parts = split_path(path)
+    if not parts:
+        raise InvalidInput([FieldError("path", "the root folder (/) cannot be deleted")])
+    folder_id = store.resolve_folder(parts)
+    folder = store.folders()[folder_id]
+    below = store.subtree(folder_id)
+    folder_ids = [folder_id, *(f.id for f in below)]
+    files = list(store.session.exec(select(StoredFile).where(StoredFile.folder_id.in_(folder_ids))).all())
+    if (files or below) and not recursive:
+        raise Conflict(f"folder {join_path(parts)} is not empty ({_count(len(files), 'file')} and "
+                       f"{_count(len(below), 'folder')} in it); set recursive to delete it with everything in it")
+    for row in [folder, *below]:
+        store.require("delete", row, "folders")
+    for row in files:
+        store.require("delete", row)
+    store.remove_files(files)
+    for row in reversed([folder, *below]):  # children before parents
+        store.session.delete(row)
+        store.session.flush()
+        store.folders().pop(row.id, None)
+    return DeletedFolder(join_path(parts), len(files), len(folder_ids))
+
+
+# --- full-text search -------------------------------------------------------------------------------
+
+_SQLITE_SEARCH = """
+SELECT f.id AS file_id,
+       snippet(stored_file_fts, 1, :mark, :mark, '…', 16) AS snippet
+FROM stored_file_fts JOIN stored_file AS f ON f.id = stored_file_fts.file_id
+WHERE stored_file_fts MATCH :query AND f.feature_instance_id = :instance {filters}
+ORDER BY bm25(stored_file_fts), f.name
+LIMIT :limit
+"""
+_POSTGRES_SEARCH = """
+SELECT hit.file_id,
+       ts_headline('simple', left(d.text_content, {chars}), to_tsquery('simple', :query), :options) AS snippet
+FROM (
+    SELECT f.id AS file_id, f.name AS name, ts_rank(d.search_vector, to_tsquery('simple', :query)) AS score
+    FROM stored_file_data AS d JOIN stored_file AS f ON f.id = d.file_id
+    WHERE d.search_vector @@ to_tsquery('simple', :query) AND f.feature_instance_id = :instance {filters}
+    ORDER BY score DESC, f.name
+    LIMIT :limit
+) AS hit JOIN stored_file_data AS d ON d.file_id = hit.file_id
+ORDER BY hit.score DESC, hit.name
+""".replace("{chars}", str(SEARCH_INDEX_CHARS))
+_HEADLINE = (f'StartSel="{SNIPPET_MARK}", StopSel="{SNIPPET_MARK}", MaxWords=30, MinWords=12, '
+             'MaxFragments=2, FragmentDelimiter=" … "')
+
+
+def search_words(query: Any) -> list[str]:
+    """The words of a search query (runs of letters and digits), at most SEARCH_MAX_WORDS."""
+    words = re.findall(r"[^\W_]+", query) if isinstance(query, str) else []
+    if not words:
+        raise InvalidInput([FieldError("query", "must contain at least one word")])
+    return words[:SEARCH_MAX_WORDS]
+
+
+def search_files(scope: Scope, query: str, limit: int = 20, folder: str | None = None) -> list[SearchHit]:
+    """Files whose text contains every word of `query` (word prefixes match), best first.
+
+    Case-insensitive, no stemming. Each hit carries the file, its folder path and a snippet
+    with the matches between `**`. Binary files are not indexed.
+    """
+    words = search_words(query)
+    if not 1 <= limit <= 100:
+        raise InvalidInput([FieldError("limit", "must be between 1 and 100")])
+    store = _open(scope)
+    store.require("read")
+    filters, params = "", {"instance": store.instance.id, "limit": limit}
+    if store.level("read") == Level.OWN:
+        filters += " AND f.sys_created_by = :user"
+        params["user"] = store.user.id
+    binds = []
+    if folder is not None:
+        folder_id = store.resolve_folder(split_path(folder, "folder"), "folder")
+        if folder_id is not None:
+            filters += " AND f.folder_id IN :folders"
+            params["folders"] = [folder_id, *(f.id for f in store.subtree(folder_id))]
+            binds.append(bindparam("folders", expanding=True))
+    dialect = store.session.get_bind().dialect.name
+    if dialect == "sqlite":
+        statement = sql(_SQLITE_SEARCH.replace("{filters}", filters))
+        params |= {"query": " ".join(f'"{w}"*' for w in words), "mark": SNIPPET_MARK}
+    elif dialect == "postgresql":
+        statement = sql(_POSTGRES_SEARCH.replace("{filters}", filters))
+        params |= {"query": " & ".join(f"{w}:*" for w in words), "options": _HEADLINE}
+    else:  # pragma: no cover - the platform supports SQLite and PostgreSQL
+        raise NotImplementedError(f"full-text search is not available on {dialect}")
+    if binds:
+        statement = statement.bindparams(*binds)
+    store.session.flush()
+    rows = store.session.connection().execute(statement, params).all()
+    files = {r.id: r for r in store.session.exec(
+        select(StoredFile).where(StoredFile.id.in_([row.file_id for row in rows]))).all()}
+    hits = []
+    for row in rows:
+        entry = store.entry(files[row.file_id])
+        hits.append(SearchHit(entry, entry.folder_path, " ".join((row.snippet or "").split())))
+    return hits
