@@ -13,6 +13,8 @@ Sections (add new fixtures to the section they belong to, or start a new one):
    the PostgreSQL half with ``-m "not postgres"``.
 4. Data helpers: ``make_parents`` creates the rows a workflow run hangs off (user, mandate,
    feature instance, workflow, version, run).
+5. Scripted AI provider: ``ai_server`` starts tests/ai_server.py's OpenAI-compatible server on
+   127.0.0.1 and points OPENAI_BASE_URL / OPENAI_API_KEY / POWERON_AI_MODEL at it.
 """
 
 from __future__ import annotations
@@ -349,3 +351,25 @@ def make_parents(engine) -> Callable[..., Parents]:
             return parents
 
     return make
+
+
+# --- 5. scripted AI provider ----------------------------------------------------------------
+
+
+@pytest.fixture
+def ai_server(monkeypatch: pytest.MonkeyPatch):
+    """A scripted OpenAI-compatible server on 127.0.0.1 (tests/ai_server.py), configured as the
+    AI provider: OPENAI_BASE_URL, OPENAI_API_KEY and POWERON_AI_MODEL=test-model are set."""
+    from backend.config import reset_settings_cache
+    from tests.ai_server import ScriptedAiServer
+
+    server = ScriptedAiServer(api_key="test-key").start()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+    monkeypatch.setenv("POWERON_AI_MODEL", "test-model")
+    reset_settings_cache()
+    try:
+        yield server
+    finally:
+        server.stop()
+        reset_settings_cache()
