@@ -49,7 +49,9 @@ def _strict(node: Any) -> Any:
         return [_strict(v) for v in node]
     if not isinstance(node, dict):
         return node
-    node = {k: _strict(v) for k, v in node.items() if k not in _UNSUPPORTED}
+    # Keywords are dropped from schemas, never from the `properties` map, whose keys are names.
+    node = {k: (_strict(v) if k != "properties" else {name: _strict(p) for name, p in v.items()})
+            for k, v in node.items() if k not in _UNSUPPORTED}
     if node.get("type") == "object" or "properties" in node:
         properties = node.get("properties", {})
         required = set(node.get("required", ()))

@@ -30,6 +30,7 @@ SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 class Greeting(ActionParams):
     name: str = Field(..., min_length=1, description="who to greet")
+    title: str | None = Field(None, description="a parameter named like a schema keyword")
     times: int = Field(1, ge=1, le=5)
     shout: bool | None = None
 
@@ -118,7 +119,7 @@ def test_tool_definitions_are_valid_for_strict_mode():
     assert function["name"] == "test_greet" and function["strict"] is True
     parameters = function["parameters"]
     assert parameters["additionalProperties"] is False
-    assert sorted(parameters["required"]) == ["name", "shout", "times"]
+    assert sorted(parameters["required"]) == ["name", "shout", "times", "title"]
     assert {"type": "null"} in parameters["properties"]["times"]["anyOf"]
     assert "minLength" not in json.dumps(parameters) and "default" not in json.dumps(parameters)
     assert tool_name("outlook.readEmails") == "outlook_readEmails"
