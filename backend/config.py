@@ -36,6 +36,19 @@ class Settings:
         oidc_roles: Mandate role labels new single sign-on users get.
         ui_url: Where the browser UI lives (the sign-on result is sent there).
         api_url: Public URL of the API (the provider redirects back to it).
+        openai_api_key: Key of the default AI provider (OPENAI_API_KEY), or None: AI steps
+            then fail with a message naming the setting.
+        openai_base_url: Base URL of any OpenAI-compatible endpoint (OPENAI_BASE_URL), or None
+            for api.openai.com.
+        ai_model: Default chat model (POWERON_AI_MODEL), or None for the client's default.
+        ai_image_model: Model for image generation (POWERON_AI_IMAGE_MODEL), or None.
+        ai_speech_model: Model for text to speech (POWERON_AI_SPEECH_MODEL), or None.
+        ai_transcription_model: Model for speech to text (POWERON_AI_TRANSCRIPTION_MODEL), or None.
+        ai_timeout_seconds: How long one call to the AI provider may take.
+        neutralize_names: Names that neutralisation always replaces (POWERON_NEUTRALIZE_NAMES).
+        search_url: Base URL of a SearXNG-compatible search API for `core.webSearch`, or None.
+        readurl_allow_private: Let `core.readUrl` fetch private, loopback and link-local
+            addresses (off by default; tests against local servers turn it on).
     """
 
     db_url: str
@@ -51,6 +64,16 @@ class Settings:
     oidc_roles: tuple[str, ...] = ("user",)
     ui_url: str = "http://localhost:3000"
     api_url: str = "http://localhost:8000"
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    ai_model: str | None = None
+    ai_image_model: str | None = None
+    ai_speech_model: str | None = None
+    ai_transcription_model: str | None = None
+    ai_timeout_seconds: float = 60.0
+    neutralize_names: tuple[str, ...] = ()
+    search_url: str | None = None
+    readurl_allow_private: bool = False
 
     @property
     def sso_enabled(self) -> bool:
@@ -90,6 +113,11 @@ def _csv(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
     return items or default
 
 
+def _flag(value: str | None) -> bool:
+    """A yes/no setting: 1, true, yes and on (any case) mean yes."""
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
 @functools.cache
 def get_settings() -> Settings:
     """Read the configuration once per process."""
@@ -110,6 +138,16 @@ def get_settings() -> Settings:
         oidc_roles=_csv(os.environ.get("POWERON_OIDC_ROLES"), default=("user",)),
         ui_url=(os.environ.get("POWERON_UI_URL") or "").strip().rstrip("/") or "http://localhost:3000",
         api_url=(os.environ.get("POWERON_API_URL") or "").strip().rstrip("/") or "http://localhost:8000",
+        openai_api_key=(os.environ.get("OPENAI_API_KEY") or "").strip() or None,
+        openai_base_url=(os.environ.get("OPENAI_BASE_URL") or "").strip().rstrip("/") or None,
+        ai_model=(os.environ.get("POWERON_AI_MODEL") or "").strip() or None,
+        ai_image_model=(os.environ.get("POWERON_AI_IMAGE_MODEL") or "").strip() or None,
+        ai_speech_model=(os.environ.get("POWERON_AI_SPEECH_MODEL") or "").strip() or None,
+        ai_transcription_model=(os.environ.get("POWERON_AI_TRANSCRIPTION_MODEL") or "").strip() or None,
+        ai_timeout_seconds=float(os.environ.get("POWERON_AI_TIMEOUT_SECONDS") or "60"),
+        neutralize_names=_csv(os.environ.get("POWERON_NEUTRALIZE_NAMES"), default=()),
+        search_url=(os.environ.get("POWERON_SEARCH_URL") or "").strip().rstrip("/") or None,
+        readurl_allow_private=_flag(os.environ.get("POWERON_READURL_ALLOW_PRIVATE")),
     )
 
 
