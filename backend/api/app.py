@@ -9,6 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from backend import __version__
+from backend.api.actions import router as actions_router
 from backend.api.administration import router as administration_router
 from backend.api.catalog import router as catalog_router
 from backend.api.core import router as core_router
@@ -61,6 +62,7 @@ def create_api() -> FastAPI:
     api.include_router(core_router)
     api.include_router(administration_router)
     api.include_router(catalog_router)
+    api.include_router(actions_router)
     api.include_router(sso_router)
     for feature in get_features().values():
         if feature.router is not None:

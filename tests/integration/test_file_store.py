@@ -469,6 +469,17 @@ def test_upload_and_find_by_a_word_inside(api, files_url, workspace):
     with session_scope() as session:
         found = run(workspace.context(session), "core.searchInFileContent", query="gotthard tunnel")
     assert [h["path"] for h in found.output["hits"]] == ["/reports/2025/review.pdf"]
+    # … also when the user runs it over the REST API.
+    actions_url = files_url.replace("/api/workspace/", "/api/instances/").rsplit("/files", 1)[0] + "/actions"
+    called = api.client.post(actions_url, headers=api.auth,
+                             json={"action": "core.searchInFileContent", "parameters": {"query": "edelweiss"}})
+    assert called.status_code == 200 and called.json()["ok"] is True
+    assert sorted(h["path"] for h in called.json()["output"]["hits"]) == ["/inbox/notes.txt", "/memo.docx"]
+    invalid = api.client.post(actions_url, headers=api.auth,
+                              json={"action": "core.searchInFileContent", "parameters": {"limit": "many"}})
+    assert invalid.status_code == 422 and "query" in invalid.json()["error"] and "limit" in invalid.json()["error"]
+    unknown = api.client.post(actions_url, headers=api.auth, json={"action": "core.nothing"})
+    assert unknown.status_code == 404 and unknown.json()["error"] == "unknown action id 'core.nothing'"
 
     again = api.client.post(files_url, headers=api.auth, files={"file": ("notes.txt", b"v2", "text/plain")},
                             data={"folder": "/inbox"})
