@@ -74,6 +74,8 @@ class Settings:
     neutralize_names: tuple[str, ...] = ()
     search_url: str | None = None
     readurl_allow_private: bool = False
+    file_max_bytes: int = 20 * 1024 * 1024
+    instance_quota_bytes: int = 1024 * 1024 * 1024
 
     @property
     def sso_enabled(self) -> bool:
@@ -118,6 +120,26 @@ def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _text(name: str, rstrip: str = "") -> str | None:
+    """A text setting, stripped; None when unset or blank."""
+    value = (os.environ.get(name) or "").strip().rstrip(rstrip)
+    return value or None
+
+
+def _bytes(name: str, default: int) -> int:
+    """A positive whole number of bytes (underscores allowed: 20_000_000)."""
+    raw = _text(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number of bytes, not {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, not {value}")
+    return value
+
+
 @functools.cache
 def get_settings() -> Settings:
     """Read the configuration once per process."""
@@ -131,23 +153,25 @@ def get_settings() -> Settings:
         admin_user=os.environ.get("POWERON_ADMIN_USER") or "admin",
         admin_password=os.environ.get("POWERON_ADMIN_PASSWORD") or None,
         login_token_hours=int(os.environ.get("POWERON_LOGIN_TOKEN_HOURS", "12")),
-        oidc_issuer=(os.environ.get("POWERON_OIDC_ISSUER") or "").strip() or None,
-        oidc_client_id=(os.environ.get("POWERON_OIDC_CLIENT_ID") or "").strip() or None,
+        oidc_issuer=_text("POWERON_OIDC_ISSUER"),
+        oidc_client_id=_text("POWERON_OIDC_CLIENT_ID"),
         oidc_client_secret=os.environ.get("POWERON_OIDC_CLIENT_SECRET") or None,
-        oidc_mandate=(os.environ.get("POWERON_OIDC_MANDATE") or "").strip() or "Default",
+        oidc_mandate=_text("POWERON_OIDC_MANDATE") or "Default",
         oidc_roles=_csv(os.environ.get("POWERON_OIDC_ROLES"), default=("user",)),
-        ui_url=(os.environ.get("POWERON_UI_URL") or "").strip().rstrip("/") or "http://localhost:3000",
-        api_url=(os.environ.get("POWERON_API_URL") or "").strip().rstrip("/") or "http://localhost:8000",
-        openai_api_key=(os.environ.get("OPENAI_API_KEY") or "").strip() or None,
-        openai_base_url=(os.environ.get("OPENAI_BASE_URL") or "").strip().rstrip("/") or None,
-        ai_model=(os.environ.get("POWERON_AI_MODEL") or "").strip() or None,
-        ai_image_model=(os.environ.get("POWERON_AI_IMAGE_MODEL") or "").strip() or None,
-        ai_speech_model=(os.environ.get("POWERON_AI_SPEECH_MODEL") or "").strip() or None,
-        ai_transcription_model=(os.environ.get("POWERON_AI_TRANSCRIPTION_MODEL") or "").strip() or None,
+        ui_url=_text("POWERON_UI_URL", rstrip="/") or "http://localhost:3000",
+        api_url=_text("POWERON_API_URL", rstrip="/") or "http://localhost:8000",
+        openai_api_key=_text("OPENAI_API_KEY"),
+        openai_base_url=_text("OPENAI_BASE_URL", rstrip="/"),
+        ai_model=_text("POWERON_AI_MODEL"),
+        ai_image_model=_text("POWERON_AI_IMAGE_MODEL"),
+        ai_speech_model=_text("POWERON_AI_SPEECH_MODEL"),
+        ai_transcription_model=_text("POWERON_AI_TRANSCRIPTION_MODEL"),
         ai_timeout_seconds=float(os.environ.get("POWERON_AI_TIMEOUT_SECONDS") or "60"),
         neutralize_names=_csv(os.environ.get("POWERON_NEUTRALIZE_NAMES"), default=()),
-        search_url=(os.environ.get("POWERON_SEARCH_URL") or "").strip().rstrip("/") or None,
+        search_url=_text("POWERON_SEARCH_URL", rstrip="/"),
         readurl_allow_private=_flag(os.environ.get("POWERON_READURL_ALLOW_PRIVATE")),
+        file_max_bytes=_bytes("POWERON_FILE_MAX_BYTES", 20 * 1024 * 1024),
+        instance_quota_bytes=_bytes("POWERON_INSTANCE_QUOTA_BYTES", 1024 * 1024 * 1024),
     )
 
 

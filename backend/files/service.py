@@ -24,7 +24,6 @@ the difference.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -44,8 +43,6 @@ from backend.rbac.access import AccessContext
 from backend.rbac.rights import Level
 
 MIB = 1024 * 1024
-DEFAULT_MAX_FILE_BYTES = 20 * MIB
-DEFAULT_INSTANCE_QUOTA_BYTES = 1024 * MIB
 NAME_MAX = 255
 DEFAULT_READ_CHARS = 50_000
 MAX_READ_CHARS = 200_000
@@ -143,26 +140,10 @@ class DeletedFolder:
 # --- configuration and input ------------------------------------------------------------------------
 
 
-def _byte_setting(name: str, default: int) -> int:
-    raw = (os.environ.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw.replace("_", ""))
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number of bytes, not {raw!r}") from None
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, not {value}")
-    return value
-
-
 def get_limits() -> FileLimits:
-    """The size limits from the environment (and `.env`), read at every call."""
-    get_settings()  # loads .env once
-    return FileLimits(
-        max_file_bytes=_byte_setting("POWERON_FILE_MAX_BYTES", DEFAULT_MAX_FILE_BYTES),
-        instance_quota_bytes=_byte_setting("POWERON_INSTANCE_QUOTA_BYTES", DEFAULT_INSTANCE_QUOTA_BYTES),
-    )
+    """The size limits of the configuration (POWERON_FILE_MAX_BYTES, POWERON_INSTANCE_QUOTA_BYTES)."""
+    settings = get_settings()
+    return FileLimits(max_file_bytes=settings.file_max_bytes, instance_quota_bytes=settings.instance_quota_bytes)
 
 
 def human_size(size: int) -> str:

@@ -17,6 +17,7 @@ from sqlmodel import Session, func, select
 from backend.actions import ActionContext, execute_action
 from backend.actions.openai_tools import execute_tool_call
 from backend.auth import issue_token
+from backend.config import reset_settings_cache
 from backend.db import session_scope
 from backend.db.engine import alembic_config
 from backend.db.models import (
@@ -122,7 +123,10 @@ def limits(monkeypatch) -> Iterator[None]:
     """Small limits: files up to 100 bytes, 250 bytes per instance."""
     monkeypatch.setenv("POWERON_FILE_MAX_BYTES", "100")
     monkeypatch.setenv("POWERON_INSTANCE_QUOTA_BYTES", "250")
+    reset_settings_cache()
     yield
+    monkeypatch.undo()
+    reset_settings_cache()
 
 
 def counts() -> tuple[int, int, int]:
