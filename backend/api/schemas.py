@@ -72,6 +72,17 @@ class VersionOut(CamelModel):
     published_at: datetime | None
 
 
+class FieldErrorOut(CamelModel):
+    node_id: str | None
+    field: str
+    message: str
+
+
+class ValidationReport(CamelModel):
+    valid: bool
+    errors: list[FieldErrorOut]
+
+
 class WorkflowOut(CamelModel):
     id: str
     mandate_id: str

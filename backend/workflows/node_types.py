@@ -7,13 +7,15 @@ declared as `dynamic_handles` naming the parameter they come from.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from backend.actions.registry import get_registry
+from backend.workflows.expression_syntax import is_whole_expression
 
 
 class _Params(BaseModel):
@@ -30,6 +32,15 @@ class ScheduleParams(_Params):
     cron: str | None = Field(None, description="5 or 6 cron fields")
     interval_seconds: int | None = Field(None, ge=1)
     timezone: str = "UTC"
+
+    @model_validator(mode="after")
+    def _cron_or_interval(self) -> ScheduleParams:
+        if (self.cron is None) == (self.interval_seconds is None):
+            raise ValueError("give exactly one of cron and intervalSeconds")
+        if self.cron is not None and not is_whole_expression(self.cron) and len(self.cron.split()) not in (5, 6):
+            raise ValueError(f"cron must have 5 or 6 fields (minute hour day month weekday [year]), "
+                             f"got '{self.cron}'")
+        return self
 
 
 class WebhookParams(_Params):
@@ -78,6 +89,12 @@ class WaitParams(_Params):
     seconds: float | None = Field(None, ge=0)
     until: str | None = Field(None, description="ISO date-time or expression")
 
+    @model_validator(mode="after")
+    def _seconds_or_until(self) -> WaitParams:
+        if (self.seconds is None) == (self.until is None):
+            raise ValueError("give exactly one of seconds and until")
+        return self
+
 
 class StopParams(_Params):
     status: Literal["completed", "failed", "cancelled"] = "completed"
@@ -85,8 +102,18 @@ class StopParams(_Params):
 
 
 class Assignee(BaseModel):
+    """Who may complete a human task: a user id or a role label (DESIGN §4, input.*)."""
+
+    model_config = ConfigDict(extra="forbid")
+
     user: str | None = None
     role: str | None = None
+
+    @model_validator(mode="after")
+    def _user_or_role(self) -> Assignee:
+        if not self.user and not self.role:
+            raise ValueError("give a user or a role")
+        return self
 
 
 class InputFormParams(_Params):
@@ -128,6 +155,31 @@ class PythonParams(_Params):
     timeout_seconds: int = Field(10, ge=1, le=300)
 
 
+class RetryPolicy(BaseModel):
+    """A node's `retry` (DESIGN §4): attempts in all, and the pause between them."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+    max_attempts: int = Field(1, ge=1, description="attempts in all, the first one included")
+    backoff: Literal["fixed", "exponential"] = "fixed"
+    delay_seconds: float = Field(0, ge=0, description="pause before the second attempt; doubles when exponential")
+
+
+ON_ERROR = ("fail", "continue", "route")
+ERROR_HANDLE = "error"
+DEFAULT_HANDLE = "out"
+
+
+def switch_case_handle(case: Any) -> str | None:
+    """The handle of one flow.switch case: its `handle`, else its value as text (JSON for non-strings)."""
+    if not isinstance(case, dict):
+        return None
+    if case.get("handle") is not None:
+        return str(case["handle"])
+    value = case.get("value")
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
 @dataclass(frozen=True)
 class NodeType:
     """One entry of the palette."""
@@ -141,6 +193,21 @@ class NodeType:
     dynamic_handles: str | None = None
     is_trigger: bool = False
     toolbox: str | None = None
+
+    def output_handles(self, parameters: Any = None, on_error: Any = None) -> list[str]:
+        """The handles of a node of this type: dynamic ones first (switch cases, ai.decide options),
+        then the static ones, then `error` when onError is "route"."""
+        dynamic: list[str] = []
+        values = parameters.get(self.dynamic_handles) if self.dynamic_handles and isinstance(parameters, dict) else None
+        if isinstance(values, list):
+            if self.dynamic_handles == "cases":
+                dynamic = [h for h in (switch_case_handle(case) for case in values) if h is not None]
+            else:
+                dynamic = [str(option) for option in values]
+        handles = [*dynamic, *self.handles]
+        if on_error == "route":
+            handles.append(ERROR_HANDLE)
+        return handles
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -25,6 +25,7 @@ from backend.db.models import (
 from backend.errors import Conflict, FieldError, InvalidInput, NotFound
 from backend.statemachines import workflow_version as lifecycle
 from backend.workflows.graph import default_graph, require_valid_structure
+from backend.workflows.validation import validate_graph
 
 NAME_MAX = 200
 
@@ -190,6 +191,18 @@ def current_graph(session: Session, workflow: Workflow) -> dict[str, Any]:
     return version.graph if version else default_graph()
 
 
+def validate_workflow(session: Session, workflow: Workflow) -> list[FieldError]:
+    """Every problem of the graph a person edits (the draft, else the published one); [] if valid."""
+    return validate_graph(current_graph(session, workflow))
+
+
+def _require_publishable(version: WorkflowVersion) -> None:
+    """Only a fully valid graph (DESIGN §4) may become the published version."""
+    errors = validate_graph(version.graph)
+    if errors:
+        raise InvalidInput(errors)
+
+
 def _next_version_number(session: Session, workflow: Workflow) -> int:
     highest = session.exec(
         select(func.max(WorkflowVersion.version_number)).where(WorkflowVersion.workflow_id == workflow.id)
@@ -200,7 +213,8 @@ def _next_version_number(session: Session, workflow: Workflow) -> int:
 def save_draft(session: Session, user: User, workflow: Workflow, graph: Any) -> WorkflowVersion:
     """Store `graph` in the draft, creating the draft when there is none.
 
-    A published version is never changed: editing starts a new draft next to it.
+    A published version is never changed: editing starts a new draft next to it. Only the
+    structure is checked: a draft may be incomplete (validate_workflow reports the rest).
     """
     graph = require_valid_structure(graph)
     draft = draft_version(session, workflow)
@@ -246,8 +260,12 @@ def _touch(session: Session, workflow: Workflow, user: User, action: str, versio
 
 
 def publish(session: Session, user: User, workflow: Workflow) -> WorkflowVersion:
-    """Publish the draft; the previously published version is archived."""
+    """Publish the draft; the previously published version is archived.
+
+    An invalid graph is refused with InvalidInput listing every problem (nothing changes).
+    """
     draft = _find_version(session, workflow, None, lifecycle.DRAFT)
+    _require_publishable(draft)
     current = published_version(session, workflow)
     if current is not None:
         lifecycle.archive(session, current)
@@ -279,8 +297,13 @@ def archive(session: Session, user: User, workflow: Workflow) -> WorkflowVersion
 
 
 def restore(session: Session, user: User, workflow: Workflow, version_id: str | None = None) -> WorkflowVersion:
-    """Publish an archived version again (the newest one unless `version_id` names another)."""
+    """Publish an archived version again (the newest one unless `version_id` names another).
+
+    Like publish, refuses a graph that is not valid (by today's rules) with InvalidInput.
+    """
     version = _find_version(session, workflow, version_id, lifecycle.ARCHIVED)
+    if version.status == lifecycle.ARCHIVED:
+        _require_publishable(version)
     current = published_version(session, workflow)
     if current is not None and current.id != version.id:
         lifecycle.archive(session, current)

@@ -12,7 +12,7 @@ from typing import Any
 from sqlmodel import Session
 
 from backend.db.models import FeatureInstance, User, Workflow, WorkflowVersion
-from backend.errors import Forbidden, NotFound
+from backend.errors import FieldError, Forbidden, NotFound
 from backend.rbac.access import AccessContext
 from backend.rbac.rights import Level
 from backend.workflows import service
@@ -97,6 +97,11 @@ class GraphicalEditorInterface:
     def save_draft(self, workflow: Workflow, graph: Any) -> WorkflowVersion:
         self._require("workflow", "update", workflow)
         return service.save_draft(self.session, self.user, workflow, graph)
+
+    def validate_workflow(self, workflow: Workflow) -> list[FieldError]:
+        """Every DESIGN §4 problem of the graph being edited (draft, else published); [] when valid."""
+        self._require("workflow", "read", workflow)
+        return service.validate_workflow(self.session, workflow)
 
     def change_version(self, workflow: Workflow, action: str, version_id: str | None = None) -> WorkflowVersion:
         """publish | unpublish | archive | restore, which need the publish right."""

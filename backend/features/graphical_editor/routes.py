@@ -13,7 +13,9 @@ from backend.api.deps import CurrentUser, DbSession
 from backend.api.permissions import permission
 from backend.api.schemas import (
     DraftPut,
+    FieldErrorOut,
     RestoreRequest,
+    ValidationReport,
     VersionOut,
     WorkflowCreate,
     WorkflowDetail,
@@ -92,6 +94,14 @@ def delete_workflow(workflow_id: WorkflowId, iface: Iface) -> Response:
 @router.put("/workflows/{workflowId}/draft", response_model=VersionOut, **permission("DATA", WORKFLOW, "update"))
 def put_draft(workflow_id: WorkflowId, body: DraftPut, iface: Iface) -> VersionOut:
     return VersionOut.model_validate(iface.save_draft(iface.get_workflow(workflow_id), body.graph))
+
+
+@router.post("/workflows/{workflowId}/validate", response_model=ValidationReport,
+             **permission("DATA", WORKFLOW, "read"))
+def validate_workflow(workflow_id: WorkflowId, iface: Iface) -> ValidationReport:
+    """Check the graph being edited (the draft, else the published one) against every rule of DESIGN §4."""
+    errors = iface.validate_workflow(iface.get_workflow(workflow_id))
+    return ValidationReport(valid=not errors, errors=[FieldErrorOut(**e.as_dict()) for e in errors])
 
 
 @router.get("/workflows/{workflowId}/versions", response_model=list[VersionOut],
