@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# System packages the test suite uses: Chromium (Playwright drives the system browser) and
-# PostgreSQL (the persistence tests start a throw-away server). Installed with apt when root.
+# System packages the test suite uses: Chromium (Playwright drives the system browser),
+# PostgreSQL (the persistence tests start a throw-away server), and bubblewrap plus the system
+# python3 (the script.python sandbox runs code with them). Installed with apt when root.
 set -euo pipefail
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+[ -x /usr/bin/python3 ] || missing+=(python3)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
   echo "missing system packages: ${missing[*]} (install them, e.g. sudo apt-get install ${missing[*]})" >&2
