@@ -1,0 +1,1 @@
+"""The graph engine: expressions, execution of workflow graphs."""
