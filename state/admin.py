@@ -18,6 +18,7 @@ from backend.rbac.access import AccessContext
 from backend.rbac.resolver import Decision
 from backend.rbac.rights import DATA, OPERATIONS
 from state.auth import AuthState, NotSignedIn
+from state.page import PageMixin, user_message
 from state.permissions import requires
 
 MANDATE_ROLES = ("admin", "user", "viewer")
@@ -114,12 +115,8 @@ def _toggled(roles: list[str], role: str, checked: bool) -> list[str]:
     return [r for r in MANDATE_ROLES if r in chosen]
 
 
-class AdminState(AuthState):
+class AdminState(PageMixin, AuthState):
     """What the Admin page shows for the selected mandate, and the actions on it."""
-
-    loaded: bool = False
-    error: str = ""
-    notice: str = ""
 
     mandates: list[MandateRow] = []
     mandate_id: str = ""
@@ -265,48 +262,9 @@ class AdminState(AuthState):
         instance_id = None if self.explain_instance_id == MANDATE_ONLY else self.explain_instance_id
         self.decisions = [_decision_row(d) for d in admin.explain(self.mandate_id, self.explain_user_id, instance_id)]
 
-    def _signed_out(self):
-        self.token = ""
-        self._forget_navigation()
-        return rx.redirect("/login")
-
-    def _reload(self):
-        """Reload the page's data; errors of the backend become the page's message."""
-        try:
-            self._refresh()
-        except NotSignedIn:
-            return self._signed_out()
-        except DomainError as exc:
-            self.error = str(exc)
-        return None
-
-    def _run(self, action: Callable[[Administration], Any], success: str = "") -> bool:
-        """Run `action(administration)` in one transaction, then reload.
-
-        Returns:
-            Whether the action succeeded; on failure `self.error` says why.
-
-        Raises:
-            NotSignedIn: The browser's token is no longer valid.
-        """
-        self.error = ""
-        self.notice = ""
-        try:
-            with self._user_session() as (session, user):
-                action(Administration(AccessContext(session, user)))
-        except DomainError as exc:
-            self.error = str(exc)
-            return False
-        self.notice = success
-        self._refresh()
-        return True
-
     def _act(self, action: Callable[[Administration], Any], success: str = "") -> tuple[bool, Any]:
-        """`_run` for event handlers: (succeeded, the event to return)."""
-        try:
-            return self._run(action, success), None
-        except NotSignedIn:
-            return False, self._signed_out()
+        """Run `action(administration)`: (succeeded, the event for the handler to return)."""
+        return self._attempt(lambda session, user: action(Administration(AccessContext(session, user))), success)
 
     @rx.event
     @requires("UI", "ui.admin")
@@ -591,7 +549,7 @@ class AdminState(AuthState):
         except NotSignedIn:
             return self._signed_out()
         except DomainError as exc:
-            self.error = str(exc)
+            self.error = user_message(exc)
         return None
 
     @rx.event

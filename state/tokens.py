@@ -7,8 +7,8 @@ from typing import TypedDict
 import reflex as rx
 
 from backend import auth
-from backend.errors import DomainError
-from state.auth import AuthState, NotSignedIn
+from state.auth import AuthState
+from state.page import PageMixin
 from state.permissions import requires
 
 
@@ -18,13 +18,10 @@ class TokenRow(TypedDict):
     created: str
 
 
-class TokensState(AuthState):
+class TokensState(PageMixin, AuthState):
     """The user's own tokens; a new token's text is held only until the page is left."""
 
     tokens: list[TokenRow] = []
-    loaded: bool = False
-    error: str = ""
-    notice: str = ""
     new_name: str = ""
     created_token: str = ""
     created_name: str = ""
@@ -40,11 +37,6 @@ class TokensState(AuthState):
             ]
         self.loaded = True
 
-    def _signed_out(self):
-        self.token = ""
-        self._forget_navigation()
-        return rx.redirect("/login")
-
     @rx.event
     @requires("authenticated")
     def load(self):
@@ -54,11 +46,7 @@ class TokensState(AuthState):
         self.created_token = ""
         self.created_name = ""
         self.revoke_id = ""
-        try:
-            self._refresh()
-        except NotSignedIn:
-            return self._signed_out()
-        return None
+        return self._reload()
 
     @rx.event
     @requires("ui")
@@ -70,22 +58,18 @@ class TokensState(AuthState):
     def create_token(self, form_data: dict):
         """Create a token with the typed name and show its text once."""
         name = (form_data.get("name") or self.new_name or "").strip()
-        self.error = ""
-        self.notice = ""
         self.created_token = ""
-        try:
-            with self._user_session() as (session, user):
-                _row, text = auth.create_api_token(session, user, name)
-            self._refresh()
-        except NotSignedIn:
-            return self._signed_out()
-        except DomainError as exc:
-            self.error = str(exc).removeprefix("name: ")
-            return None
-        self.created_token = text
-        self.created_name = name
-        self.new_name = ""
-        return None
+        created: dict[str, str] = {}
+
+        def create(session, user):
+            created["text"] = auth.create_api_token(session, user, name)[1]
+
+        ok, event = self._attempt(create)
+        if ok:
+            self.created_token = created["text"]
+            self.created_name = name
+            self.new_name = ""
+        return event
 
     @rx.event
     @requires("ui")
@@ -118,17 +102,12 @@ class TokensState(AuthState):
         """Revoke the token the dialog asked about; calls with it fail from now on."""
         token_id, name = self.revoke_id, self.revoke_name
         self.revoke_id = ""
-        self.error = ""
-        self.notice = ""
-        try:
-            with self._user_session() as (session, user):
-                auth.revoke_api_token(session, user, token_id)
-            self._refresh()
-        except NotSignedIn:
-            return self._signed_out()
-        except DomainError as exc:
-            self.error = str(exc)
-            return None
+        ok, event = self._attempt(lambda session, user: auth.revoke_api_token(session, user, token_id),
+                                  success=f"Revoked '{name}'; it no longer works.")
+        if ok and name == self.created_name:
+            self.created_token = ""
+            self.created_name = ""
+        return event
         self.notice = f"Revoked '{name}'; it no longer works."
         if name == self.created_name:
             self.created_token = ""

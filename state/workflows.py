@@ -6,12 +6,11 @@ from typing import TypedDict
 
 import reflex as rx
 
-from backend.errors import DomainError
 from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
 from backend.rbac.access import AccessContext
-from backend.statemachines import ConcurrentTransition
 from backend.workflows import service
-from state.auth import AuthState, NotSignedIn
+from state.auth import AuthState
+from state.page import PageMixin
 from state.permissions import requires
 
 FEATURE_CODE = "graphicalEditor"
@@ -30,7 +29,7 @@ class WorkflowRow(TypedDict):
     modified: str
 
 
-class WorkflowsState(AuthState):
+class WorkflowsState(PageMixin, AuthState):
     """What the Workflows page shows and the actions on it."""
 
     instances: list[InstanceRow] = []
@@ -40,9 +39,6 @@ class WorkflowsState(AuthState):
     can_create: bool = False
     can_rename: bool = False
     can_delete: bool = False
-    loaded: bool = False
-    error: str = ""
-    notice: str = ""
     new_name: str = ""
     rename_id: str = ""
     rename_value: str = ""
@@ -79,32 +75,16 @@ class WorkflowsState(AuthState):
         self.loaded = True
 
     def _run(self, action, success: str = ""):
-        """Run `action(interface)`, then reload; errors become the page's message."""
-        self.error = ""
-        self.notice = ""
-        try:
-            with self._user_session() as (session, user):
-                action(get_interface(user, None, self.instance_id, session))
-        except NotSignedIn:
-            return rx.redirect("/login")
-        except (DomainError, ConcurrentTransition) as exc:
-            self.error = str(exc).removeprefix("name: ")
-            return None
-        self.notice = success
-        self._refresh()
-        return None
+        """Run `action(interface)` on the chosen instance; the event for the handler to return."""
+        _ok, event = self._attempt(
+            lambda session, user: action(get_interface(user, None, self.instance_id, session)), success)
+        return event
 
     @rx.event
     @requires("DATA", "data.feature.graphicalEditor.workflow")
     def load(self):
         """on_load: check the sign-in, then list the workflows."""
-        try:
-            self._refresh()
-        except NotSignedIn:
-            self.token = ""
-            self._forget_navigation()
-            return rx.redirect("/login")
-        return None
+        return self._reload()
 
     @rx.event
     @requires("DATA", "data.feature.graphicalEditor.workflow")
