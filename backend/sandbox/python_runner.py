@@ -48,6 +48,7 @@ must be disabled with ``probe().reason``; :func:`run_python` then refuses to run
 from __future__ import annotations
 
 import errno
+import fcntl
 import itertools
 import json
 import logging
@@ -365,13 +366,29 @@ def _probe() -> tuple[_Setup | None, SandboxStatus]:
 
 # ------------------------------------------------------------------------------------------- run
 
-_uid_counter = itertools.count()
+_uid_counter = itertools.count(os.getpid() * 7919)
 _uid_lock = threading.Lock()
+UID_LEASE_DIR = Path(tempfile.gettempdir()) / "poweron-sandbox-uids"
 
 
-def _next_uid() -> int:
-    with _uid_lock:
-        return SANDBOX_UID_BASE + next(_uid_counter) % SANDBOX_UID_POOL
+def _lease_uid() -> tuple[int, int]:
+    """A sandbox uid no other run, in any process, is using; returns (uid, lease fd).
+
+    Each run kills whatever is left under its uid afterwards, so two runs must never share
+    one: the lease is an exclusive lock on a file per uid, held until the run is swept.
+    """
+    UID_LEASE_DIR.mkdir(mode=0o700, exist_ok=True)
+    for _ in range(SANDBOX_UID_POOL):
+        with _uid_lock:
+            uid = SANDBOX_UID_BASE + next(_uid_counter) % SANDBOX_UID_POOL
+        fd = os.open(UID_LEASE_DIR / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return uid, fd
+    raise RuntimeError(f"all {SANDBOX_UID_POOL} sandbox uids are in use")
 
 
 def run_python(code: str, input: Any = None, timeout_seconds: float = 10.0,
@@ -436,7 +453,7 @@ def _run(setup: _Setup, code: str, input: Any, timeout_seconds: float, limits: L
         return failed("input", f"the input is not JSON-serialisable: {type(exc).__name__}: {exc}")
     cpu_seconds = limits.cpu_seconds or math.ceil(timeout_seconds) + 1
     as_root = os.geteuid() == 0
-    uid = _next_uid() if as_root else None
+    uid, lease = _lease_uid() if as_root else (None, -1)
 
     workdir = tempfile.mkdtemp(prefix="poweron-sandbox-")
     result_r = result_w = seccomp_fd = -1
@@ -481,7 +498,7 @@ def _run(setup: _Setup, code: str, input: Any, timeout_seconds: float, limits: L
             _kill(proc)
         if uid is not None:
             _sweep(uid)
-        for fd in (result_r, result_w, seccomp_fd):
+        for fd in (result_r, result_w, seccomp_fd, lease):
             if fd >= 0:
                 os.close(fd)
         shutil.rmtree(workdir, ignore_errors=True)
