@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -101,6 +101,50 @@ class WorkflowOut(CamelModel):
 class WorkflowDetail(WorkflowOut):
     graph: dict[str, Any]
     execution_logs: list[dict[str, Any]]
+
+
+class RunStart(StrictCamelModel):
+    """POST {base}/workflows/{workflowId}/runs: version defaults to the draft, else the published one."""
+
+    input: Any = None
+    version: Literal["draft", "published"] | None = None
+    mode: Literal["full", "step"] = "full"
+
+
+class StepOut(CamelModel):
+    """One attempt of one node (DESIGN §6)."""
+
+    id: str
+    node_id: str
+    node_type: str
+    status: str
+    attempt: int
+    input: Any = None
+    output: Any = None
+    error: str | None = None
+    stack: str | None = None
+    duration_ms: int | None = None
+    started_at: datetime
+    finished_at: datetime | None = None
+
+
+class RunOut(CamelModel):
+    """A workflow run (DESIGN §6); `steps` only in the single-run answer."""
+
+    id: str
+    workflow_id: str
+    version_id: str
+    status: str
+    pause_reason: str | None = None
+    mode: str
+    trigger: str
+    input: Any = None
+    output: Any = None
+    error: str | None = None
+    sys_created_by: str | None = None
+    started_at: datetime
+    finished_at: datetime | None = None
+    steps: list[StepOut] | None = None
 
 
 class ApiTokenCreate(StrictCamelModel):
@@ -202,3 +246,38 @@ class DecisionOut(CamelModel):
     level: str | None
     rules: list[dict[str, Any]]
     explanation: str
+
+
+class TaskComplete(StrictCamelModel):
+    """POST /api/tasks/{taskId}/complete: approval `{"approved": bool, "comment"?}`, form: its fields."""
+
+    data: Any = None
+
+
+class TaskOut(CamelModel):
+    """A human task of an input.approval or input.form node."""
+
+    id: str
+    run_id: str
+    node_id: str
+    mandate_id: str
+    feature_instance_id: str
+    kind: str
+    title: str
+    message: str | None = None
+    fields: Any = None
+    assignee: Any = None
+    status: str
+    data: Any = None
+    due_at: datetime | None = None
+    on_timeout: str | None = None
+    completed_by: str | None = None
+    sys_created_at: datetime
+    finished_at: datetime | None = None
+
+
+class TaskResult(CamelModel):
+    """The task after the change, and its run's state after resuming or cancelling."""
+
+    task: TaskOut
+    run: RunOut

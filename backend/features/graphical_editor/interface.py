@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel import Session
+from sqlmodel import Session, select
 
-from backend.db.models import FeatureInstance, User, Workflow, WorkflowVersion
-from backend.errors import FieldError, Forbidden, NotFound
+from backend.db.models import FeatureInstance, HumanTask, RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion
+from backend.engine import executor
+from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.rbac.access import AccessContext
 from backend.rbac.rights import Level
+from backend.statemachines import human_task as task_lifecycle
+from backend.statemachines import workflow_run as run_lifecycle
 from backend.workflows import service
 
 FEATURE_CODE = "graphicalEditor"
@@ -110,6 +113,75 @@ class GraphicalEditorInterface:
         if action == "restore":
             return service.restore(self.session, self.user, workflow, version_id)
         return getattr(service, action)(self.session, self.user, workflow)
+
+    # --- runs -------------------------------------------------------------------------------
+
+    def start_run(self, workflow: Workflow, input: Any = None, version: str | None = None,  # noqa: A002
+                  mode: str = "full") -> WorkflowRun:
+        """Start a run of the draft (default when there is one) or the published version and
+        execute it to its next resting state (completed, failed, cancelled or paused).
+
+        Runs execute synchronously inside the caller's transaction, committing after every
+        step; the answer is therefore the run's state after it finished or paused.
+        """
+        self.require_resource("execute")
+        self._require("workflow_run", "create")
+        chosen = None
+        if version in (None, "draft"):
+            chosen = service.draft_version(self.session, workflow)
+        if chosen is None and version in (None, "published"):
+            chosen = service.published_version(self.session, workflow)
+        if chosen is None:
+            raise Conflict(f"workflow '{workflow.name}' has no {version or 'draft or published'} version to run")
+        run = executor.start_run(self.session, self.user, workflow, chosen, input, mode)
+        self.session.commit()
+        return executor.execute_run(run.id, self.session)
+
+    def list_runs(self, workflow_id: str | None = None, status: str | None = None) -> list[WorkflowRun]:
+        level = self._level("workflow_run", "read")
+        if level == Level.NONE:
+            raise Forbidden("your roles allow no read on workflow_run in this instance")
+        query = select(WorkflowRun).where(WorkflowRun.feature_instance_id == self.instance.id)
+        if workflow_id:
+            query = query.where(WorkflowRun.workflow_id == self.get_workflow(workflow_id).id)
+        if status:
+            known = (run_lifecycle.RUNNING, run_lifecycle.PAUSED, *run_lifecycle.FINISHED)
+            if status not in known:
+                raise InvalidInput([FieldError("status", f"must be one of {', '.join(known)}")])
+            query = query.where(WorkflowRun.status == status)
+        if level == Level.OWN:
+            query = query.where(WorkflowRun.sys_created_by == self.user.id)
+        return list(self.session.exec(query.order_by(WorkflowRun.started_at.desc())).all())
+
+    def get_run(self, run_id: str) -> WorkflowRun:
+        run = self.session.get(WorkflowRun, run_id)
+        level = self._level("workflow_run", "read")
+        if (run is None or run.feature_instance_id != self.instance.id or level == Level.NONE
+                or (level == Level.OWN and run.sys_created_by != self.user.id)):
+            raise NotFound(f"run {run_id} not found")
+        return run
+
+    def run_steps(self, run: WorkflowRun) -> list[RunStepLog]:
+        return list(self.session.exec(
+            select(RunStepLog).where(RunStepLog.run_id == run.id).order_by(RunStepLog.started_at, RunStepLog.id)
+        ).all())
+
+    def cancel_run(self, run: WorkflowRun) -> WorkflowRun:
+        """Cancel a running or paused run; a running one stops before its next node.
+
+        Its pending human tasks are cancelled with it, so nobody is asked to decide for a dead run.
+        """
+        self.require_resource("execute")
+        run_lifecycle.cancel(self.session, run, f"cancelled by {self.user.username}")
+        pending = select(HumanTask).where(HumanTask.run_id == run.id, HumanTask.status == task_lifecycle.PENDING)
+        for task in self.session.exec(pending).all():
+            task_lifecycle.cancel(self.session, task, self.user.id)
+        return run
+
+    def continue_run(self, run: WorkflowRun) -> WorkflowRun:
+        """Step-by-step mode: run the next node of a run paused by the step debugger."""
+        self.require_resource("execute")
+        return executor.continue_run(self.session, run)
 
 
 def get_interface(

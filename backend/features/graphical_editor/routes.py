@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 
 from backend.api.deps import CurrentUser, DbSession
 from backend.api.permissions import permission
@@ -15,6 +15,9 @@ from backend.api.schemas import (
     DraftPut,
     FieldErrorOut,
     RestoreRequest,
+    RunOut,
+    RunStart,
+    StepOut,
     ValidationReport,
     VersionOut,
     WorkflowCreate,
@@ -22,7 +25,8 @@ from backend.api.schemas import (
     WorkflowOut,
     WorkflowPatch,
 )
-from backend.db.models import Workflow
+from backend.db.models import Workflow, WorkflowRun
+from backend.engine.steps import split_error
 from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
 from backend.workflows import service
 
@@ -31,6 +35,8 @@ router = APIRouter(prefix="/{instanceId}", tags=["graphicalEditor"])
 WORKFLOW = "data.feature.graphicalEditor.workflow"
 VERSION = "data.feature.graphicalEditor.workflow_version"
 PUBLISH = "resource.feature.graphicalEditor.publish"
+EXECUTE = "resource.feature.graphicalEditor.execute"
+RUN = "data.feature.graphicalEditor.workflow_run"
 
 
 def interface(
@@ -41,6 +47,7 @@ def interface(
 
 Iface = Annotated[GraphicalEditorInterface, Depends(interface)]
 WorkflowId = Annotated[str, Path(alias="workflowId")]
+RunId = Annotated[str, Path(alias="runId")]
 
 
 def workflow_out(iface: GraphicalEditorInterface, workflow: Workflow,
@@ -130,3 +137,51 @@ def _version_route(action: str):
 for _action in ("publish", "unpublish", "archive", "restore"):
     router.post(f"/workflows/{{workflowId}}/{_action}", response_model=VersionOut,
                 **permission("RESOURCE", PUBLISH))(_version_route(_action))
+
+
+# --- runs -------------------------------------------------------------------------------------
+
+
+def run_out(iface: GraphicalEditorInterface, run: WorkflowRun, with_steps: bool = False) -> RunOut:
+    """The run answer of DESIGN §6; a step's stored error is split into message and stack."""
+    answer = RunOut.model_validate(run)
+    if not with_steps:
+        return answer
+    steps = []
+    for step in iface.run_steps(run):
+        message, stack = split_error(step.error)
+        steps.append(StepOut.model_validate(step).model_copy(update={"error": message, "stack": stack}))
+    return answer.model_copy(update={"steps": steps})
+
+
+@router.post("/workflows/{workflowId}/runs", status_code=201, response_model=RunOut,
+             response_model_exclude_none=False, **permission("RESOURCE", EXECUTE))
+def start_run(workflow_id: WorkflowId, iface: Iface, body: RunStart | None = None) -> RunOut:
+    """Start a run and execute it synchronously within the request; the answer is its state after
+    it completed, failed or paused (with its steps). Invalid graphs are refused with 422."""
+    body = body or RunStart()
+    run = iface.start_run(iface.get_workflow(workflow_id), body.input, body.version, body.mode)
+    return run_out(iface, run, with_steps=True)
+
+
+@router.get("/runs", response_model=list[RunOut], **permission("DATA", RUN, "read"))
+def list_runs(iface: Iface, workflow_id: Annotated[str | None, Query(alias="workflowId")] = None,
+              status: Annotated[str | None, Query()] = None) -> list[RunOut]:
+    return [run_out(iface, run) for run in iface.list_runs(workflow_id, status)]
+
+
+@router.get("/runs/{runId}", response_model=RunOut, **permission("DATA", RUN, "read"))
+def get_run(run_id: RunId, iface: Iface) -> RunOut:
+    return run_out(iface, iface.get_run(run_id), with_steps=True)
+
+
+@router.post("/runs/{runId}/cancel", response_model=RunOut, **permission("RESOURCE", EXECUTE))
+def cancel_run(run_id: RunId, iface: Iface) -> RunOut:
+    """Cancel a running or paused run (409 when it has already finished)."""
+    return run_out(iface, iface.cancel_run(iface.get_run(run_id)), with_steps=True)
+
+
+@router.post("/runs/{runId}/continue", response_model=RunOut, **permission("RESOURCE", EXECUTE))
+def continue_run(run_id: RunId, iface: Iface) -> RunOut:
+    """Step-by-step mode: execute the next node of a run paused after a step."""
+    return run_out(iface, iface.continue_run(iface.get_run(run_id)), with_steps=True)

@@ -1,0 +1,327 @@
+"""The run engine: an explicit state machine over a run's frontier (DESIGN §4–5).
+
+The engine is written as small named handlers, as Prefect's task engine is:
+
+- ``begin_run`` (via :func:`start_run`) checks the graph, creates the WorkflowRun in `running`
+  and prepares the frontier at the starting trigger;
+- ``run_node`` evaluates a node's parameters and runs its handler, once per attempt (retry);
+- ``on_node_success`` stores the output and tells the frontier which handles were taken;
+- ``on_node_failure`` applies onError: fail the run, continue with output None, or route to `error`;
+- ``next_iteration`` collects a loop body's result and starts the next item or leaves by `done`;
+- ``pause`` (step-by-step mode), ``complete``, ``fail``, ``stop`` end or suspend the run through
+  the WorkflowRun transition functions;
+- ``crash`` turns anything unexpected into a failed run, so no run is left without a final or
+  paused state.
+
+Durability: after every step the run's context JSON holds the completed node outputs, the
+frontier (ready nodes, fired and dead edges, finished nodes, waiting loops), the loop positions
+and the branch ends, and the transaction is committed; a run can therefore be continued from
+its context. Nodes that ``get_ready`` hands out together are independent; this runner executes
+them one after the other in-process (concurrency can come later without changing the frontier).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlmodel import Session
+
+from backend.db import session_scope
+from backend.db.models import RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion, utcnow
+from backend.engine import steps
+from backend.engine.expressions import ExpressionError, ExpressionScope, evaluate_parameters
+from backend.engine.frontier import LOOP_TYPE, Frontier, Graph
+from backend.engine.nodes import RAW_PARAMETERS, NodeCall, Outcome, StepError, handler_for
+from backend.errors import Conflict, FieldError, InvalidInput
+from backend.statemachines import workflow_run as lifecycle
+from backend.workflows.node_types import DEFAULT_HANDLE, ERROR_HANDLE, RetryPolicy, node_type
+from backend.workflows.validation import validate_graph
+
+MODES = ("full", "step")
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; they are UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _start_trigger(graph: Graph, trigger: str) -> str:
+    """The trigger the run starts at: the first of the run's kind (manual, webhook, …), else the first."""
+    triggers = [n for n, node in graph.nodes.items() if node.get("type", "").startswith("trigger.")]
+    wanted = f"trigger.{trigger}"
+    return next((n for n in triggers if graph.nodes[n]["type"] == wanted), triggers[0])
+
+
+def start_run(session: Session, user: User, workflow: Workflow, version: WorkflowVersion, input: Any = None,  # noqa: A002
+              mode: str = "full", trigger: str = "manual") -> WorkflowRun:
+    """begin_run: create a run of `version` in `running`, its frontier at the starting trigger.
+
+    Raises:
+        InvalidInput: the graph is not valid (every problem listed) or the mode is unknown.
+    """
+    if mode not in MODES:
+        raise InvalidInput([FieldError("mode", f"must be one of {', '.join(MODES)}")])
+    errors = validate_graph(version.graph)
+    if errors:
+        raise InvalidInput(errors)
+    graph = Graph(version.graph)
+    frontier = Frontier(graph)
+    frontier.prepare(_start_trigger(graph, trigger))
+    run = WorkflowRun(workflow_id=workflow.id, version_id=version.id, mandate_id=workflow.mandate_id,
+                      feature_instance_id=workflow.feature_instance_id, status=lifecycle.RUNNING, mode=mode,
+                      trigger=trigger, input=input, sys_created_by=user.id,
+                      context={"outputs": {}, "frontier": frontier.to_state(), "loops": {}, "ends": {},
+                               "suspended": {}})
+    session.add(run)
+    session.flush()
+    return run
+
+
+def execute_run(run_id: str, session: Session | None = None) -> WorkflowRun:
+    """Run `run_id` until it completes, fails, is cancelled or pauses; returns the run.
+
+    Each step is committed on its own. Without a session one is opened for the whole run.
+    """
+    if session is None:
+        with session_scope() as own:
+            return RunEngine(own, own.get(WorkflowRun, run_id)).execute()
+    return RunEngine(session, session.get(WorkflowRun, run_id)).execute()
+
+
+def continue_run(session: Session, run: WorkflowRun) -> WorkflowRun:
+    """Resume a run paused by the step debugger and run its next node."""
+    if run.status == lifecycle.PAUSED and run.pause_reason != "step":
+        raise Conflict(f"run {run.id} waits for {run.pause_reason}, not for the step debugger")
+    lifecycle.resume(session, run)
+    session.commit()
+    return execute_run(run.id, session)
+
+
+class RunEngine:
+    """Drives one run from its persisted context to its next resting state."""
+
+    def __init__(self, session: Session, run: WorkflowRun):
+        self.session = session
+        self.run = run
+        version = session.get(WorkflowVersion, run.version_id)
+        self.workflow = session.get(Workflow, run.workflow_id)
+        self.user = session.get(User, run.sys_created_by)
+        self.graph = Graph(version.graph)
+        context = dict(run.context or {})
+        self.outputs: dict[str, Any] = dict(context.get("outputs", {}))
+        self.loops: dict[str, dict[str, Any]] = dict(context.get("loops", {}))
+        self.ends: dict[str, Any] = dict(context.get("ends", {}))
+        self.suspended: dict[str, dict[str, Any]] = dict(context.get("suspended", {}))
+        self.frontier = Frontier(self.graph, context.get("frontier"))
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def execute(self) -> WorkflowRun:
+        """Run ready nodes until none is left or the run leaves `running`."""
+        try:
+            while self.run.status == lifecycle.RUNNING:
+                ready = self.frontier.get_ready()
+                if not ready and self.suspended:
+                    # Other branches ran as far as they could; now the run waits for people.
+                    self.pause(next(iter(self.suspended.values()))["reason"])
+                    break
+                if not ready:
+                    self.complete()
+                    break
+                # Nodes handed out together are independent and could run concurrently; this
+                # runner takes one at a time and asks again, since a step may change the frontier.
+                node_id = ready[0]
+                if not self._still_running():
+                    break
+                self.frontier.take(node_id)
+                if node_id in self.frontier.waiting:
+                    self.next_iteration(node_id)
+                else:
+                    self.run_node(node_id)
+                self.persist()
+                if self.run.status == lifecycle.RUNNING and self.run.mode == "step" and self.frontier.is_active():
+                    self.pause("step")
+        except Exception as exc:  # noqa: BLE001 - the engine must leave every run in a final state
+            self.crash(exc)
+        return self.run
+
+    def _still_running(self) -> bool:
+        """A safe point: a cancel from elsewhere is seen before the next node starts."""
+        self.session.refresh(self.run)
+        return self.run.status == lifecycle.RUNNING
+
+    def persist(self) -> None:
+        """Write the context and commit: the step is durable before the next one starts."""
+        self.run.context = {"outputs": dict(self.outputs), "frontier": self.frontier.to_state(),
+                            "loops": dict(self.loops), "ends": dict(self.ends), "suspended": dict(self.suspended)}
+        self.session.add(self.run)
+        self.session.commit()
+
+    # --- nodes ------------------------------------------------------------------------------
+
+    def scope_for(self, node_id: str) -> ExpressionScope:
+        """What the node's expressions see; `item`/`index` of its innermost loop."""
+        scope = ExpressionScope(
+            input=self.run.input,
+            nodes={n: {"output": out} for n, out in self.outputs.items()},
+            run={"id": self.run.id, "mode": self.run.mode, "trigger": self.run.trigger,
+                 "startedAt": self.run.started_at.isoformat() if self.run.started_at else None},
+            workflow={"id": self.workflow.id, "name": self.workflow.name},
+        )
+        loop_id = self.graph.loop_of.get(node_id)
+        if loop_id and loop_id in self.loops:
+            position = self.loops[loop_id]
+            return scope.loop(position["items"][position["index"]], position["index"])
+        return scope
+
+    def _incoming(self, node_id: str) -> dict[str, Any]:
+        sources = [self.graph.edges[i]["source"] for i in self.graph.incoming[node_id] if i in self.frontier.fired]
+        return {source: self.outputs.get(source) for source in sources}
+
+    def run_node(self, node_id: str) -> None:
+        """Run every attempt the node's retry policy allows; then success or failure."""
+        node = self.graph.nodes[node_id]
+        policy = RetryPolicy.model_validate(node.get("retry") or {})
+        handler = handler_for(node.get("type", ""))
+        error = StepError(f"node '{node_id}': unknown node type '{node.get('type')}'")
+        for attempt in range(1, policy.max_attempts + 1):
+            step, started = steps.start_step(self.session, self.run.id, node, attempt)
+            parameters: Any = node.get("parameters") or {}
+            try:
+                if handler is None:
+                    raise error
+                parameters = evaluate_parameters(parameters, self.scope_for(node_id), node_id,
+                                                 raw=RAW_PARAMETERS.get(node["type"], ()))
+                outcome = handler(NodeCall(node, parameters, self.scope_for(node_id), self.session, self.user,
+                                           self.run, self._incoming(node_id)))
+            except ExpressionError as exc:
+                # An expression fails the same way every time: no retry.
+                steps.finish_step(self.session, step, started, "failed", parameters, error=str(exc))
+                return self.on_node_failure(node_id, str(exc))
+            except StepError as exc:
+                error = exc
+                steps.finish_step(self.session, step, started, "failed", parameters, exc.output, exc.message,
+                                  exc.stack)
+            except Exception as exc:  # noqa: BLE001 - a node's bug is that node's error, not the engine's
+                error = StepError(f"{type(exc).__name__}: {exc}", traceback.format_exc())
+                steps.finish_step(self.session, step, started, "failed", parameters, None, error.message,
+                                  error.stack)
+            else:
+                steps.finish_step(self.session, step, started, "waiting" if outcome.suspend else "completed",
+                                  parameters, outcome.output)
+                if outcome.suspend:
+                    return self.suspend(node_id, outcome, step.id)
+                return self.on_node_success(node_id, outcome)
+            if attempt < policy.max_attempts:
+                self.session.commit()  # the failed attempt is visible while we wait
+                factor = 2 ** (attempt - 1) if policy.backoff == "exponential" else 1
+                time.sleep(policy.delay_seconds * factor)
+        return self.on_node_failure(node_id, error.message)
+
+    def on_node_success(self, node_id: str, outcome: Outcome) -> None:
+        """Store the output and follow the handles taken (or end the run for flow.stop)."""
+        self.outputs[node_id] = outcome.output
+        if outcome.stop is not None:
+            return self.stop(outcome.stop, outcome.message)
+        is_loop = self.graph.nodes[node_id].get("type") == LOOP_TYPE
+        if is_loop and "each" in outcome.handles:
+            self.loops[node_id] = {"items": outcome.output, "index": 0, "results": []}
+        fired = self.frontier.done(node_id, outcome.handles)
+        if not fired and not (is_loop and "each" in outcome.handles):
+            self.ends[node_id] = outcome.output
+        return None
+
+    def suspend(self, node_id: str, outcome: Outcome, step_id: str) -> None:
+        """The node waits for something outside the run (a person); other branches go on."""
+        self.outputs[node_id] = outcome.output
+        self.suspended[node_id] = {"reason": outcome.suspend, "stepId": step_id, "output": outcome.output}
+
+    def is_waiting_at(self, node_id: str) -> bool:
+        """Whether `node_id` is suspended, waiting to be resumed from outside."""
+        return node_id in self.suspended
+
+    def resume_node(self, node_id: str, output: Any, handles: tuple[str, ...]) -> None:
+        """Finish a suspended node with what came from outside, then follow `handles`.
+
+        The node's waiting step row becomes completed, its duration covering the wait.
+        """
+        waiting = self.suspended.pop(node_id)
+        step = self.session.get(RunStepLog, waiting["stepId"])
+        if step is not None:
+            step.status = "completed"
+            step.output = steps.cap_output(steps.mask_secrets(output))
+            step.finished_at = utcnow()
+            step.duration_ms = int((step.finished_at - _aware(step.started_at)).total_seconds() * 1000)
+            self.session.add(step)
+        self.on_node_success(node_id, Outcome(output=output, handles=handles))
+
+    def on_node_failure(self, node_id: str, message: str) -> None:
+        """onError: `fail` ends the run, `continue` goes on with output None, `route` takes `error`."""
+        node = self.graph.nodes[node_id]
+        on_error = node.get("onError") or "fail"
+        if on_error == "continue":
+            kind = node_type(node.get("type", ""))
+            available = kind.output_handles(node.get("parameters"), None) if kind else []
+            self.outputs[node_id] = None
+            self.frontier.done(node_id, [DEFAULT_HANDLE] if DEFAULT_HANDLE in available else [])
+        elif on_error == "route":
+            self.outputs[node_id] = {"error": message}
+            self.frontier.done(node_id, [ERROR_HANDLE])
+        else:
+            self.fail(f"node '{node_id}' failed: {message}")
+
+    def next_iteration(self, loop_id: str) -> None:
+        """A loop body returned: keep its result, then run the next item or leave by `done`."""
+        position = self.loops[loop_id]
+        returning = [self.graph.edges[i]["source"] for i in self.graph.incoming[loop_id]
+                     if i in self.graph.return_edges and i in self.frontier.fired]
+        if len(returning) == 1:
+            result = self.outputs.get(returning[0])
+        else:
+            result = {source: self.outputs.get(source) for source in returning} or None
+        position["results"].append(result)
+        position["index"] += 1
+        self.frontier.restart_body(loop_id)
+        if position["index"] < len(position["items"]):
+            self.frontier.done(loop_id, ["each"])
+            return
+        del self.loops[loop_id]
+        self.outputs[loop_id] = position["results"]
+        if not self.frontier.done(loop_id, ["done"]):
+            self.ends[loop_id] = position["results"]
+
+    # --- run states -------------------------------------------------------------------------
+
+    def pause(self, reason: str) -> None:
+        lifecycle.pause(self.session, self.run, reason)
+        self.session.commit()
+
+    def complete(self) -> None:
+        lifecycle.complete(self.session, self.run, output=dict(self.ends))
+        self.session.commit()
+
+    def fail(self, message: str) -> None:
+        lifecycle.fail(self.session, self.run, message)
+
+    def stop(self, status: str, message: str | None) -> None:
+        """flow.stop: end the run now with the node's status, whatever else is pending."""
+        if status == lifecycle.FAILED:
+            lifecycle.fail(self.session, self.run, message or "stopped by a flow.stop node")
+        elif status == lifecycle.CANCELLED:
+            lifecycle.cancel(self.session, self.run, message)
+        else:
+            lifecycle.complete(self.session, self.run, output=message if message is not None else dict(self.ends))
+
+    def crash(self, exc: BaseException) -> None:
+        """Anything unexpected: roll back the step and fail the run with the reason."""
+        self.session.rollback()
+        self.session.refresh(self.run)
+        if self.run.status in (lifecycle.RUNNING, lifecycle.PAUSED):
+            if self.run.status == lifecycle.PAUSED:
+                lifecycle.cancel(self.session, self.run, f"engine error: {type(exc).__name__}: {exc}")
+            else:
+                lifecycle.fail(self.session, self.run, f"engine error: {type(exc).__name__}: {exc}")
+            self.session.commit()
