@@ -6,6 +6,7 @@ import reflex as rx
 
 from backend.api.app import create_api
 from backend.bootstrap import prepare
+from backend.engine.recovery import start_recovery_thread
 from poweron_app.pages.admin import admin_page
 from poweron_app.pages.login import login_page
 from poweron_app.pages.pending import PENDING_PAGES, pending_page
@@ -22,6 +23,9 @@ from state.workflows import WorkflowsState
 def _prepare_database() -> None:
     # Idempotent: `make run` has usually done this already; a bare `reflex run` still works.
     prepare()
+    # Once per process start: continue runs a stopped process left in `running`, in the
+    # background so start-up is not held up (backend/engine/recovery.py).
+    start_recovery_thread()
 
 
 app = rx.App(api_transformer=create_api())

@@ -31,7 +31,7 @@ from sqlmodel import Session
 
 from backend.db import session_scope
 from backend.db.models import RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion, utcnow
-from backend.engine import steps
+from backend.engine import crashpoints, events, steps
 from backend.engine.expressions import ExpressionError, ExpressionScope, evaluate_parameters
 from backend.engine.frontier import LOOP_TYPE, Frontier, Graph
 from backend.engine.nodes import RAW_PARAMETERS, NodeCall, Outcome, StepError, handler_for
@@ -77,6 +77,8 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
                                "suspended": {}})
     session.add(run)
     session.flush()
+    events.publish_on_commit(session, events.RUN_STARTED, run.id, run.workflow_id, versionId=version.id,
+                             mode=mode, trigger=trigger)
     return run
 
 
@@ -116,6 +118,8 @@ class RunEngine:
         self.ends: dict[str, Any] = dict(context.get("ends", {}))
         self.suspended: dict[str, dict[str, Any]] = dict(context.get("suspended", {}))
         self.frontier = Frontier(self.graph, context.get("frontier"))
+        # Test seam (POWERON_ENGINE_CRASH_AT), read once per run: see backend/engine/crashpoints.py.
+        self.crash_at = crashpoints.configured()
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -137,11 +141,14 @@ class RunEngine:
                 if not self._still_running():
                     break
                 self.frontier.take(node_id)
+                crashpoints.reach(self.crash_at, "node_started", node_id)
                 if node_id in self.frontier.waiting:
                     self.next_iteration(node_id)
                 else:
                     self.run_node(node_id)
+                crashpoints.reach(self.crash_at, "before_step_commit", node_id)
                 self.persist()
+                crashpoints.reach(self.crash_at, "after_step_commit", node_id)
                 if self.run.status == lifecycle.RUNNING and self.run.mode == "step" and self.frontier.is_active():
                     self.pause("step")
         except Exception as exc:  # noqa: BLE001 - the engine must leave every run in a final state
@@ -256,6 +263,7 @@ class RunEngine:
             step.finished_at = utcnow()
             step.duration_ms = int((step.finished_at - _aware(step.started_at)).total_seconds() * 1000)
             self.session.add(step)
+            steps.publish_finished(self.session, step)
         self.on_node_success(node_id, Outcome(output=output, handles=handles))
 
     def on_node_failure(self, node_id: str, message: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlmodel import Session
@@ -151,6 +151,39 @@ def stop(call: NodeCall) -> Outcome:
     status = call.parameters.get("status") or "completed"
     message = call.parameters.get("message")
     return Outcome(output={"status": status, "message": message}, handles=(), stop=status, message=message)
+
+
+@handles("flow.wait")
+def wait(call: NodeCall) -> Outcome:
+    """Suspend the node until its wake-up time; backend.engine.timers.wake_due_runs resumes it.
+
+    The wake-up time (`wakeAt`, ISO UTC) is the node's waiting output, kept in the run's context,
+    so the timer survives a restart. `until` is an ISO date-time (naive means UTC).
+    """
+    p = call.parameters
+    if p.get("until") not in (None, ""):
+        try:
+            wake_at = datetime.fromisoformat(str(p["until"]))
+        except ValueError:
+            raise StepError(f"node '{call.node_id}', parameter 'until': not an ISO date-time: {p['until']!r}") from None
+        wake_at = wake_at if wake_at.tzinfo else wake_at.replace(tzinfo=UTC)
+    else:
+        try:
+            seconds = float(p.get("seconds") or 0)
+        except (TypeError, ValueError):
+            raise StepError(f"node '{call.node_id}', parameter 'seconds': not a number: {p.get('seconds')!r}") from None
+        wake_at = utcnow() + timedelta(seconds=seconds)
+    return Outcome(output={"wakeAt": wake_at.astimezone(UTC).isoformat()}, handles=(), suspend="wait")
+
+
+@handles("email.checkEmail")
+def check_email(call: NodeCall) -> Outcome:
+    """Suspend the node until a matching mail arrives; backend.engine.mailbox.poll_mailboxes
+    resumes it with the mail as output. Mails received from now on (`since`) are considered."""
+    p = call.parameters
+    return Outcome(output={"connectionId": p.get("connectionId"), "folder": p.get("folder") or "Inbox",
+                           "filter": p.get("filter"), "since": utcnow().isoformat()},
+                   handles=(), suspend="email")
 
 
 # --- people -----------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from typing import Any
 
 from sqlmodel import Session
 
-from backend.db.models import RunStepLog, utcnow
+from backend.db.models import RunStepLog, WorkflowRun, utcnow
+from backend.engine import events
 
 OUTPUT_LIMIT = 64 * 1024
 MASK = "***"
@@ -46,7 +47,22 @@ def start_step(session: Session, run_id: str, node: dict[str, Any], attempt: int
     step = RunStepLog(run_id=run_id, node_id=node["id"], node_type=node.get("type", ""), attempt=attempt,
                       status="running")
     session.add(step)
+    events.BUS.publish(events.NODE_STARTED, run_id, _workflow_of(session, run_id), nodeId=step.node_id,
+                       nodeType=step.node_type, attempt=attempt, status="running")
     return step, time.monotonic()
+
+
+def _workflow_of(session: Session, run_id: str) -> str | None:
+    """The run's workflow id (the run is in the session's identity map: no query)."""
+    run = session.get(WorkflowRun, run_id)
+    return run.workflow_id if run is not None else None
+
+
+def publish_finished(session: Session, step: RunStepLog) -> None:
+    """node.finished for `step`, published when the session commits."""
+    events.publish_on_commit(session, events.NODE_FINISHED, step.run_id, _workflow_of(session, step.run_id),
+                             nodeId=step.node_id, nodeType=step.node_type, attempt=step.attempt,
+                             status=step.status, durationMs=step.duration_ms, error=split_error(step.error)[0])
 
 
 def finish_step(session: Session, step: RunStepLog, started: float, status: str, input: Any = None,  # noqa: A002
@@ -59,6 +75,7 @@ def finish_step(session: Session, step: RunStepLog, started: float, status: str,
     step.duration_ms = int((time.monotonic() - started) * 1000)
     step.finished_at = utcnow()
     session.add(step)
+    publish_finished(session, step)
     return step
 
 

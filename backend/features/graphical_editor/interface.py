@@ -12,7 +12,7 @@ from typing import Any
 from sqlmodel import Session, select
 
 from backend.db.models import FeatureInstance, HumanTask, RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion
-from backend.engine import executor
+from backend.engine import executor, recovery
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.rbac.access import AccessContext
 from backend.rbac.rights import Level
@@ -182,6 +182,15 @@ class GraphicalEditorInterface:
         """Step-by-step mode: run the next node of a run paused by the step debugger."""
         self.require_resource("execute")
         return executor.continue_run(self.session, run)
+
+    def retry_run(self, run: WorkflowRun) -> WorkflowRun:
+        """Retry a failed run from its failed node: a new run that reuses the completed outputs
+        (see backend/engine/recovery.py) executed to its next resting state; 409 unless failed."""
+        self.require_resource("execute")
+        self._require("workflow_run", "create")
+        retry = recovery.retry_failed_run(self.session, self.user, run)
+        self.session.commit()
+        return executor.execute_run(retry.id, self.session)
 
 
 def get_interface(

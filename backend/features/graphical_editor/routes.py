@@ -185,3 +185,10 @@ def cancel_run(run_id: RunId, iface: Iface) -> RunOut:
 def continue_run(run_id: RunId, iface: Iface) -> RunOut:
     """Step-by-step mode: execute the next node of a run paused after a step."""
     return run_out(iface, iface.continue_run(iface.get_run(run_id)), with_steps=True)
+
+
+@router.post("/runs/{runId}/retry", status_code=201, response_model=RunOut, **permission("RESOURCE", EXECUTE))
+def retry_run(run_id: RunId, iface: Iface) -> RunOut:
+    """Retry a failed run from its failed node: the answer is a new run (201) that reused the
+    outputs of the completed steps, after it completed, failed or paused; 409 unless failed."""
+    return run_out(iface, iface.retry_run(iface.get_run(run_id)), with_steps=True)

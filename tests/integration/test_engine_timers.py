@@ -1,0 +1,191 @@
+"""Due work of paused runs (DESIGN §4): durable flow.wait timers (they fire after a restart),
+human task timeouts (onTimeout cancel / default) and email.checkEmail through a Mailbox."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlmodel import select
+
+from backend.db import reset_engine, session_scope
+from backend.db.models import HumanTask, WorkflowRun, utcnow
+from backend.engine.mailbox import Mailbox, MailMessage, matches, poll_mailboxes, set_mailbox
+from backend.engine.timers import expire_due_tasks, run_due_work, wake_due_runs
+from tests.integration.test_engine import SQLITE, START, edge, ran, run_graph, steps_of, transform
+
+
+class MemoryMailbox(Mailbox):
+    """A mailbox held in memory: mails are delivered with :meth:`deliver`."""
+
+    def __init__(self) -> None:
+        self.mails: dict[tuple[str, str], list[MailMessage]] = {}
+        self.fetches: list[tuple[str, str, datetime]] = []
+
+    def deliver(self, connection_id: str, folder: str, mail: MailMessage) -> None:
+        self.mails.setdefault((connection_id, folder), []).append(mail)
+
+    def fetch(self, connection_id: str, folder: str, since: datetime) -> list[MailMessage]:
+        self.fetches.append((connection_id, folder, since))
+        return sorted((m for m in self.mails.get((connection_id, folder), []) if m.received_at > since),
+                      key=lambda m: m.received_at)
+
+
+@pytest.fixture
+def mailbox() -> Iterator[MemoryMailbox]:
+    box = MemoryMailbox()
+    set_mailbox(box)
+    yield box
+    set_mailbox(None)
+
+
+def get_run(api, run_id: str) -> dict[str, Any]:
+    response = api.client.get(f"{api.base()}/runs/{run_id}", headers=api.auth)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def wait_graph(parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"nodes": [START, {"id": "w", "type": "flow.wait", "parameters": parameters},
+                      transform("after", "woke")],
+            "edges": [edge("start", "w"), edge("w", "after")]}
+
+
+@SQLITE
+def test_wait_pauses_durably_and_fires_after_a_restart(api):
+    run = run_graph(api, wait_graph({"seconds": 3600}))
+    assert run["status"] == "paused" and run["pauseReason"] == "wait", run
+    with session_scope() as session:
+        stored = session.get(WorkflowRun, run["id"])
+        wake_at = datetime.fromisoformat(stored.context["suspended"]["w"]["output"]["wakeAt"])
+    assert timedelta(minutes=59) < wake_at - utcnow() <= timedelta(hours=1)
+    assert wake_due_runs(now=utcnow()) == 0
+    assert get_run(api, run["id"])["status"] == "paused"
+    reset_engine()  # a fresh database engine and sessions, as after a restart
+    assert wake_due_runs(now=utcnow() + timedelta(hours=2)) == 1
+    final = get_run(api, run["id"])
+    assert final["status"] == "completed", final
+    assert ran(final) == ["start", "w", "after"]
+    assert steps_of(final)["w"]["status"] == "completed"
+    assert wake_due_runs(now=utcnow() + timedelta(hours=3)) == 0
+
+
+@SQLITE
+def test_wait_until_a_date_time(api):
+    until = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+    run = run_graph(api, wait_graph({"until": until.isoformat()}))
+    assert run["pauseReason"] == "wait", run
+    assert wake_due_runs(now=until - timedelta(seconds=1)) == 0
+    assert wake_due_runs(now=until) == 1
+    assert get_run(api, run["id"])["status"] == "completed"
+
+
+def timed_approval(on_timeout: str) -> dict[str, Any]:
+    return {"nodes": [START,
+                      {"id": "ok", "type": "input.approval",
+                       "parameters": {"title": "Approve", "timeoutSeconds": 60, "onTimeout": on_timeout}},
+                      transform("yes", "approved"), transform("no", "rejected")],
+            "edges": [edge("start", "ok"), edge("ok", "yes", "approved"), edge("ok", "no", "rejected")]}
+
+
+def _task(run_id: str) -> HumanTask:
+    with session_scope() as session:
+        return session.exec(select(HumanTask).where(HumanTask.run_id == run_id)).one()
+
+
+@SQLITE
+def test_task_timeout_cancel_expires_the_task_and_cancels_the_run(api):
+    run = run_graph(api, timed_approval("cancel"))
+    assert run["pauseReason"] == "humanTask", run
+    assert _task(run["id"]).due_at is not None
+    assert expire_due_tasks(now=utcnow()) == 0
+    assert expire_due_tasks(now=utcnow() + timedelta(minutes=2)) == 1
+    assert _task(run["id"]).status == "expired"
+    final = get_run(api, run["id"])
+    assert final["status"] == "cancelled" and "timed out" in final["error"], final
+    completing = api.client.post(f"/api/tasks/{_task(run['id']).id}/complete", json={"data": {"approved": True}},
+                                 headers=api.auth)
+    assert completing.status_code == 409
+
+
+@SQLITE
+def test_task_timeout_default_rejects_an_approval_and_fills_form_defaults(api):
+    run = run_graph(api, timed_approval("default"))
+    assert expire_due_tasks(now=utcnow() + timedelta(minutes=2)) == 1
+    final = get_run(api, run["id"])
+    assert final["status"] == "completed", final
+    assert ran(final) == ["start", "ok", "no"]
+    assert steps_of(final)["ok"]["output"]["approved"] is False
+    assert _task(run["id"]).status == "expired"
+
+    form = {"nodes": [START,
+                      {"id": "f", "type": "input.form",
+                       "parameters": {"title": "Fill", "timeoutSeconds": 5, "onTimeout": "default",
+                                      "fields": [{"name": "size", "default": 3}, {"name": "note"}]}},
+                      transform("after", "{{ size }}", data="{{ nodes.f.output }}")],
+            "edges": [edge("start", "f"), edge("f", "after")]}
+    run = run_graph(api, form)
+    assert run["pauseReason"] == "humanTask", run
+    assert expire_due_tasks(now=utcnow() + timedelta(seconds=10)) == 1
+    final = get_run(api, run["id"])
+    assert final["status"] == "completed", final
+    assert steps_of(final)["f"]["output"] == {"size": 3, "note": None}
+    assert steps_of(final)["after"]["output"]["result"] == "3"
+
+
+def email_graph(filter: Any) -> dict[str, Any]:  # noqa: A002
+    return {"nodes": [START,
+                      {"id": "mail", "type": "email.checkEmail",
+                       "parameters": {"connectionId": "conn-1", "folder": "Inbox", "filter": filter}},
+                      transform("after", "got {{ subject }}", data="{{ nodes.mail.output }}")],
+            "edges": [edge("start", "mail"), edge("mail", "after")]}
+
+
+def mail(subject: str, sender: str = "boss@example.com", body: str = "", delay: int = 1) -> MailMessage:
+    return MailMessage(id=f"m-{subject}", sender=sender, subject=subject, body=body,
+                       received_at=utcnow() + timedelta(seconds=delay))
+
+
+@SQLITE
+def test_check_email_pauses_until_a_matching_mail_arrives(api, mailbox):
+    run = run_graph(api, email_graph({"from": "BOSS@", "subjectContains": "invoice"}))
+    assert run["status"] == "paused" and run["pauseReason"] == "email", run
+    assert poll_mailboxes() == 0
+    assert mailbox.fetches and mailbox.fetches[-1][:2] == ("conn-1", "Inbox")
+    mailbox.deliver("conn-1", "Inbox", mail("Invoice 42", sender="someone@else.com"))
+    mailbox.deliver("conn-1", "Archive", mail("Invoice 43"))
+    mailbox.deliver("conn-2", "Inbox", mail("Invoice 44"))
+    assert poll_mailboxes() == 0
+    assert get_run(api, run["id"])["status"] == "paused"
+    mailbox.deliver("conn-1", "Inbox", mail("Your INVOICE 45", body="pay"))
+    assert run_due_work() == {"woken": 0, "expired": 0, "mails": 1}
+    final = get_run(api, run["id"])
+    assert final["status"] == "completed", final
+    assert steps_of(final)["mail"]["output"]["subject"] == "Your INVOICE 45"
+    assert steps_of(final)["mail"]["output"]["from"] == "boss@example.com"
+    assert steps_of(final)["after"]["output"]["result"] == "got Your INVOICE 45"
+    assert poll_mailboxes() == 0
+
+
+def test_mail_filters():
+    message = MailMessage("1", "Boss@Example.com", "Invoice 7", "please pay", utcnow())
+    assert matches(message, None) and matches(message, {})
+    assert matches(message, "PAY") and matches(message, "invoice") and not matches(message, "refund")
+    assert matches(message, {"from": "boss@example", "bodyContains": "Pay"})
+    assert not matches(message, {"from": "boss@example", "subjectContains": "receipt"})
+    assert not matches(message, 42)
+
+
+@SQLITE
+def test_old_mail_does_not_resume_and_no_mailbox_polls_nothing(api, mailbox):
+    run = run_graph(api, email_graph("report"))
+    mailbox.deliver("conn-1", "Inbox", mail("report", delay=-3600))
+    assert poll_mailboxes() == 0
+    set_mailbox(None)
+    mailbox.deliver("conn-1", "Inbox", mail("report"))
+    assert poll_mailboxes() == 0
+    set_mailbox(mailbox)
+    assert poll_mailboxes(now=utcnow()) == 1
+    assert get_run(api, run["id"])["status"] == "completed"
