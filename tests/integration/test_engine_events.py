@@ -19,6 +19,25 @@ SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 START = {"id": "start", "type": "trigger.manual", "parameters": {}}
 
 
+def run_in_own_loop(coroutine_function):
+    """asyncio.run in a thread of its own: the session's Playwright fixture keeps a loop running here."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = asyncio.run(coroutine_function())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the event loop did not finish within 60 s"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def transform(node_id: str, template: str, **extra: Any) -> dict[str, Any]:
     return {"id": node_id, "type": "context.transform", "parameters": {"data": "{{ input }}", "template": template},
             **extra}
@@ -158,7 +177,7 @@ def test_an_asyncio_subscriber_receives_events_published_from_other_threads():
             assert threading.get_ident() == loop_thread
             return got
 
-    got = asyncio.run(listen())
+    got = run_in_own_loop(listen)
     assert len(got) == 200
     assert [e.seq for e in got] == sorted(e.seq for e in got)
     for index in range(4):
@@ -177,7 +196,7 @@ def test_an_asyncio_subscriber_follows_a_real_run_executed_in_a_worker_thread(ap
                 received.append(await asyncio.wait_for(sub.get(), timeout=5))
             return run, received
 
-    run, received = asyncio.run(follow())
+    run, received = run_in_own_loop(follow)
     assert run["status"] == "completed"
     assert received[0].type == "run.started" and len(received) == 8
 
