@@ -5,6 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from components.shell import empty_state, gated, page_shell
+from components.tables import data_table
 from state.admin import MANDATE_ONLY, MANDATE_ROLES, AccessRow, AdminState, DecisionRow, InstanceRow, MemberRow
 
 
@@ -219,20 +220,8 @@ def remove_dialog() -> rx.Component:
 def users_tab() -> rx.Component:
     return rx.vstack(
         create_user_form(),
-        rx.table.root(
-            rx.table.header(
-                rx.table.row(
-                    rx.table.column_header_cell("Username"),
-                    rx.table.column_header_cell("Display name"),
-                    rx.table.column_header_cell("Mandate roles"),
-                    rx.table.column_header_cell("Status"),
-                    rx.table.column_header_cell(""),
-                )
-            ),
-            rx.table.body(rx.foreach(AdminState.members, member_row)),
-            width="100%",
-            id="member-table",
-        ),
+        data_table(("Username", "Display name", "Mandate roles", "Status", ""), AdminState.members, member_row,
+                   "member-table"),
         roles_dialog(),
         reset_dialog(),
         remove_dialog(),
@@ -328,18 +317,7 @@ def access_section() -> rx.Component:
         ),
         rx.cond(
             AdminState.access_rows.length() > 0,
-            rx.table.root(
-                rx.table.header(
-                    rx.table.row(
-                        rx.table.column_header_cell("Member"),
-                        rx.table.column_header_cell("Instance role"),
-                        rx.table.column_header_cell(""),
-                    )
-                ),
-                rx.table.body(rx.foreach(AdminState.access_rows, access_row)),
-                width="100%",
-                id="access-table",
-            ),
+            data_table(("Member", "Instance role", ""), AdminState.access_rows, access_row, "access-table"),
             rx.text("Nobody has access to this instance yet.", color_scheme="gray", id="access-empty"),
         ),
         width="100%",
@@ -353,18 +331,7 @@ def instances_tab() -> rx.Component:
         create_instance_form(),
         rx.cond(
             AdminState.instances.length() > 0,
-            rx.table.root(
-                rx.table.header(
-                    rx.table.row(
-                        rx.table.column_header_cell("Instance"),
-                        rx.table.column_header_cell("Feature"),
-                        rx.table.column_header_cell(""),
-                    )
-                ),
-                rx.table.body(rx.foreach(AdminState.instances, instance_row)),
-                width="100%",
-                id="instance-table",
-            ),
+            data_table(("Instance", "Feature", ""), AdminState.instances, instance_row, "instance-table"),
             rx.text("This mandate has no feature instances yet.", color_scheme="gray"),
         ),
         rx.cond(AdminState.access_instance_id != "", access_section()),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from components.shell import empty_state, page_shell
+from components.tables import data_table
 from state.tokens import TokenRow, TokensState
 
 
@@ -95,18 +96,7 @@ def tokens_page() -> rx.Component:
             rx.cond(TokensState.created_token != "", created_token_box()),
             rx.cond(
                 TokensState.tokens.length() > 0,
-                rx.table.root(
-                    rx.table.header(
-                        rx.table.row(
-                            rx.table.column_header_cell("Name"),
-                            rx.table.column_header_cell("Created"),
-                            rx.table.column_header_cell(""),
-                        )
-                    ),
-                    rx.table.body(rx.foreach(TokensState.tokens, token_row)),
-                    width="100%",
-                    id="token-table",
-                ),
+                data_table(("Name", "Created", ""), TokensState.tokens, token_row, "token-table"),
                 rx.cond(
                     TokensState.loaded,
                     empty_state("key-round", "No API tokens",

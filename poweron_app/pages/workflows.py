@@ -3,6 +3,7 @@
 import reflex as rx
 
 from components.shell import empty_state, page_shell
+from components.tables import data_table
 from state.workflows import WorkflowRow, WorkflowsState
 
 
@@ -109,19 +110,8 @@ def delete_dialog() -> rx.Component:
 
 
 def workflow_table() -> rx.Component:
-    return rx.table.root(
-        rx.table.header(
-            rx.table.row(
-                rx.table.column_header_cell("Name"),
-                rx.table.column_header_cell("Versions"),
-                rx.table.column_header_cell("Last change"),
-                rx.table.column_header_cell(""),
-            )
-        ),
-        rx.table.body(rx.foreach(WorkflowsState.workflows, workflow_row)),
-        width="100%",
-        id="workflow-table",
-    )
+    return data_table(("Name", "Versions", "Last change", ""), WorkflowsState.workflows, workflow_row,
+                      "workflow-table")
 
 
 def workflows_page() -> rx.Component:
