@@ -154,43 +154,45 @@ def member_row(m: MemberRow) -> rx.Component:
     )
 
 
-def roles_dialog() -> rx.Component:
+def form_dialog(title: list, description: str, body: rx.Component, confirm: str, on_confirm,
+                confirm_id: str, open_when) -> rx.Component:
+    """A dialog with a title, a line of help, one form body and Cancel / confirm buttons."""
     return rx.dialog.root(
         rx.dialog.content(
-            rx.dialog.title("Mandate roles of ", AdminState.roles_username),
-            rx.dialog.description("admin administers the mandate; user works with the data of the instances "
-                                  "they are given; viewer reads only."),
-            rx.box(role_checkboxes("edit-role", AdminState.roles_selected, AdminState.set_role_selected),
-                   margin_y="1em"),
+            rx.dialog.title(*title),
+            rx.dialog.description(description),
+            body,
             rx.hstack(
                 rx.dialog.close(rx.button("Cancel", variant="soft")),
-                rx.button("Save roles", on_click=AdminState.save_roles, id="save-roles"),
+                rx.button(confirm, on_click=on_confirm, id=confirm_id),
                 justify="end",
                 spacing="3",
             ),
         ),
-        open=AdminState.roles_user_id != "",
+        open=open_when,
         on_open_change=AdminState.dialog_open_change,
     )
 
 
+def roles_dialog() -> rx.Component:
+    return form_dialog(
+        ["Mandate roles of ", AdminState.roles_username],
+        "admin administers the mandate; user works with the data of the instances they are given; "
+        "viewer reads only.",
+        rx.box(role_checkboxes("edit-role", AdminState.roles_selected, AdminState.set_role_selected),
+               margin_y="1em"),
+        "Save roles", AdminState.save_roles, "save-roles", AdminState.roles_user_id != "",
+    )
+
+
 def reset_dialog() -> rx.Component:
-    return rx.dialog.root(
-        rx.dialog.content(
-            rx.dialog.title("Reset the password of ", AdminState.reset_username),
-            rx.dialog.description("The user's open sessions end; tell them the new password."),
-            rx.input(id="reset-password-input", type="password", placeholder="New password (8 characters or more)",
-                     value=AdminState.reset_value, on_change=AdminState.set_reset_value, margin_y="1em",
-                     auto_complete="new-password"),
-            rx.hstack(
-                rx.dialog.close(rx.button("Cancel", variant="soft")),
-                rx.button("Set password", on_click=AdminState.save_reset, id="save-reset"),
-                justify="end",
-                spacing="3",
-            ),
-        ),
-        open=AdminState.reset_user_id != "",
-        on_open_change=AdminState.dialog_open_change,
+    return form_dialog(
+        ["Reset the password of ", AdminState.reset_username],
+        "The user's open sessions end; tell them the new password.",
+        rx.input(id="reset-password-input", type="password", placeholder="New password (8 characters or more)",
+                 value=AdminState.reset_value, on_change=AdminState.set_reset_value, margin_y="1em",
+                 auto_complete="new-password"),
+        "Set password", AdminState.save_reset, "save-reset", AdminState.reset_user_id != "",
     )
 
 
