@@ -8,14 +8,51 @@ values set environment variables before the process starts or call
 from __future__ import annotations
 
 import functools
+import json
+import math
 import os
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dotenv import load_dotenv
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class AiProviderSettings:
+    """One OpenAI-compatible AI provider (an item of POWERON_AI_PROVIDERS, or OPENAI_*).
+
+    The API key is left out of `repr` and never put into messages.
+
+    Attributes:
+        name: Short name used in messages and traces ("default" for the OPENAI_* provider).
+        base_url: Base URL of the endpoint, or None for api.openai.com.
+        api_key: The key (secret).
+        model: Default chat model, or None for the client's default.
+        image_model, speech_model, transcription_model: Models for images and audio, or None.
+        timeout_seconds: How long one call to this provider may take.
+        models: (requested model, this provider's model) pairs: a caller asking for the
+            first gets the second from this provider; other names are sent unchanged.
+        prices: (model, CHF per 1M input tokens, CHF per 1M output tokens) triples that
+            override the built-in price table for this provider.
+        source: The setting it came from ("OPENAI_API_KEY" or "POWERON_AI_PROVIDERS[2]"),
+            so that messages can say what to fix.
+    """
+
+    name: str
+    base_url: str | None
+    api_key: str = field(repr=False)
+    model: str | None = None
+    image_model: str | None = None
+    speech_model: str | None = None
+    transcription_model: str | None = None
+    timeout_seconds: float = 60.0
+    models: tuple[tuple[str, str], ...] = ()
+    prices: tuple[tuple[str, float, float], ...] = ()
+    source: str = "OPENAI_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -45,10 +82,20 @@ class Settings:
         ai_speech_model: Model for text to speech (POWERON_AI_SPEECH_MODEL), or None.
         ai_transcription_model: Model for speech to text (POWERON_AI_TRANSCRIPTION_MODEL), or None.
         ai_timeout_seconds: How long one call to the AI provider may take.
+        ai_providers: The AI providers in failover order: POWERON_AI_PROVIDERS when set
+            (OPENAI_* are then not used), else the one provider of OPENAI_API_KEY /
+            OPENAI_BASE_URL / POWERON_AI_MODEL, else none.
+        ai_neutralize: Neutralise personal data in every chat prompt and restore it in the
+            answers (POWERON_AI_NEUTRALIZE); a call can still ask for it or refuse it.
         neutralize_names: Names that neutralisation always replaces (POWERON_NEUTRALIZE_NAMES).
         search_url: Base URL of a SearXNG-compatible search API for `core.webSearch`, or None.
         readurl_allow_private: Let `core.readUrl` fetch private, loopback and link-local
             addresses (off by default; tests against local servers turn it on).
+        timer_interval_seconds: How often the timer thread looks for due work of paused runs
+            (flow.wait, human task timeouts, mailboxes): POWERON_TIMER_INTERVAL_SECONDS.
+        run_threads: Runs executing at the same time in this process (POWERON_RUN_THREADS).
+        run_wait_seconds: How long a request that starts or resumes a run waits for it to come
+            to rest before answering with its current state (POWERON_RUN_WAIT_SECONDS).
     """
 
     db_url: str
@@ -71,11 +118,16 @@ class Settings:
     ai_speech_model: str | None = None
     ai_transcription_model: str | None = None
     ai_timeout_seconds: float = 60.0
+    ai_providers: tuple[AiProviderSettings, ...] = ()
+    ai_neutralize: bool = False
     neutralize_names: tuple[str, ...] = ()
     search_url: str | None = None
     readurl_allow_private: bool = False
     file_max_bytes: int = 20 * 1024 * 1024
     instance_quota_bytes: int = 1024 * 1024 * 1024
+    timer_interval_seconds: float = 5.0
+    run_threads: int = 4
+    run_wait_seconds: float = 10.0
 
     @property
     def sso_enabled(self) -> bool:
@@ -140,12 +192,154 @@ def _bytes(name: str, default: int) -> int:
     return value
 
 
+def _count(name: str, default: int) -> int:
+    """A whole number of at least 1."""
+    raw = _text(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, not {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, not {raw!r}")
+    return value
+
+
+def _seconds(name: str, default: float) -> float:
+    """A positive, finite number of seconds (fractions allowed)."""
+    raw = _text(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number of seconds, not {raw!r}")
+    return value
+
+
+_PROVIDER_FIELDS = ("name", "baseUrl", "apiKey", "apiKeyEnv", "model", "imageModel", "speechModel",
+                    "transcriptionModel", "timeoutSeconds", "models", "prices")
+
+
+def _ai_providers(name: str, default_timeout: float) -> tuple[AiProviderSettings, ...] | None:
+    """POWERON_AI_PROVIDERS parsed and checked, or None when it is unset or blank.
+
+    The value is a JSON list of objects, in failover order (README, "Configuration"). A bad
+    value raises ValueError naming the variable, the item's index and the field; the value
+    of a key is never repeated in the message.
+    """
+    raw = _text(name)
+    if raw is None:
+        return None
+    try:
+        items = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name} is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"{name} must be a non-empty JSON list of provider objects")
+    providers: list[AiProviderSettings] = []
+    for index, item in enumerate(items):
+        where = f"{name}[{index}]"
+        if not isinstance(item, dict):
+            raise ValueError(f"{where} must be an object with name, baseUrl, apiKey and model")
+        unknown = sorted(set(item) - set(_PROVIDER_FIELDS))
+        if unknown:
+            raise ValueError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(_PROVIDER_FIELDS)})")
+
+        def text(key: str, required: bool = False, secret: bool = False, item=item, where=where) -> str | None:
+            return _item_text(item, where, key, required, secret)
+
+        provider_name = text("name", required=True)
+        if any(p.name == provider_name for p in providers):
+            raise ValueError(f"{where}.name {provider_name!r} is used twice (names must be unique)")
+        base_url = text("baseUrl")
+        if base_url is not None and not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"{where}.baseUrl must start with http:// or https://, not {base_url!r}")
+        api_key = text("apiKey", secret=True)
+        key_env = text("apiKeyEnv")
+        if (api_key is None) == (key_env is None):
+            raise ValueError(f"{where}: give exactly one of apiKey and apiKeyEnv (the name of a variable "
+                             "holding the key)")
+        if key_env is not None:
+            api_key = _text(key_env)
+            if api_key is None:
+                raise ValueError(f"{where}.apiKeyEnv names {key_env}, which is not set")
+        timeout = item.get("timeoutSeconds", default_timeout)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) \
+                or timeout <= 0:
+            raise ValueError(f"{where}.timeoutSeconds must be a positive number, not {timeout!r}")
+        providers.append(AiProviderSettings(
+            name=provider_name, base_url=base_url.rstrip("/") if base_url else None, api_key=api_key,
+            model=text("model"), image_model=text("imageModel"), speech_model=text("speechModel"),
+            transcription_model=text("transcriptionModel"), timeout_seconds=float(timeout),
+            models=_model_aliases(item.get("models"), f"{where}.models"),
+            prices=_prices(item.get("prices"), f"{where}.prices"), source=where,
+        ))
+    return tuple(providers)
+
+
+def _item_text(item: dict[str, Any], where: str, key: str, required: bool, secret: bool) -> str | None:
+    """A text field of a provider object; a secret's value is never shown in the message."""
+    value = item.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        shown = "" if secret or value is None else f", not {value!r}"
+        raise ValueError(f"{where}.{key} must be a non-empty string{shown}")
+    return value.strip()
+
+
+def _model_aliases(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) and k and v
+                                              for k, v in value.items()):
+        raise ValueError(f"{where} must be an object of model names: {{\"requested\": \"this provider's model\"}}")
+    return tuple(value.items())
+
+
+def _prices(value: Any, where: str) -> tuple[tuple[str, float, float], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} must be an object: {{\"model\": {{\"input\": CHF, \"output\": CHF}}}} "
+                         "(CHF per million tokens)")
+    prices = []
+    for model, price in value.items():
+        if not isinstance(price, dict) or set(price) != {"input", "output"}:
+            raise ValueError(f"{where}.{model} must be {{\"input\": CHF, \"output\": CHF}} (per million tokens)")
+        for side in ("input", "output"):
+            amount = price[side]
+            if isinstance(amount, bool) or not isinstance(amount, int | float) or not math.isfinite(amount) \
+                    or amount < 0:
+                raise ValueError(f"{where}.{model}.{side} must be a number of CHF >= 0, not {amount!r}")
+        prices.append((model, float(price["input"]), float(price["output"])))
+    return tuple(prices)
+
+
+def _default_ai_provider(timeout: float) -> tuple[AiProviderSettings, ...]:
+    """The one provider of OPENAI_API_KEY / OPENAI_BASE_URL / POWERON_AI_MODEL, if a key is set."""
+    key = _text("OPENAI_API_KEY")
+    if key is None:
+        return ()
+    return (AiProviderSettings(
+        name="default", base_url=_text("OPENAI_BASE_URL", rstrip="/"), api_key=key, model=_text("POWERON_AI_MODEL"),
+        image_model=_text("POWERON_AI_IMAGE_MODEL"), speech_model=_text("POWERON_AI_SPEECH_MODEL"),
+        transcription_model=_text("POWERON_AI_TRANSCRIPTION_MODEL"), timeout_seconds=timeout,
+    ),)
+
+
 @functools.cache
 def get_settings() -> Settings:
     """Read the configuration once per process."""
     load_dotenv(PROJECT_ROOT / ".env", override=False)
     data_dir = _data_dir()
     default_db = f"sqlite:///{data_dir / 'poweron.db'}"
+    ai_timeout = float(os.environ.get("POWERON_AI_TIMEOUT_SECONDS") or "60")
+    ai_providers = _ai_providers("POWERON_AI_PROVIDERS", ai_timeout)
     return Settings(
         db_url=_normalise_db_url(os.environ.get("POWERON_DB_URL") or default_db),
         data_dir=data_dir,
@@ -166,12 +360,17 @@ def get_settings() -> Settings:
         ai_image_model=_text("POWERON_AI_IMAGE_MODEL"),
         ai_speech_model=_text("POWERON_AI_SPEECH_MODEL"),
         ai_transcription_model=_text("POWERON_AI_TRANSCRIPTION_MODEL"),
-        ai_timeout_seconds=float(os.environ.get("POWERON_AI_TIMEOUT_SECONDS") or "60"),
+        ai_timeout_seconds=ai_timeout,
+        ai_providers=ai_providers if ai_providers is not None else _default_ai_provider(ai_timeout),
+        ai_neutralize=_flag(os.environ.get("POWERON_AI_NEUTRALIZE")),
         neutralize_names=_csv(os.environ.get("POWERON_NEUTRALIZE_NAMES"), default=()),
         search_url=_text("POWERON_SEARCH_URL", rstrip="/"),
         readurl_allow_private=_flag(os.environ.get("POWERON_READURL_ALLOW_PRIVATE")),
         file_max_bytes=_bytes("POWERON_FILE_MAX_BYTES", 20 * 1024 * 1024),
         instance_quota_bytes=_bytes("POWERON_INSTANCE_QUOTA_BYTES", 1024 * 1024 * 1024),
+        timer_interval_seconds=_seconds("POWERON_TIMER_INTERVAL_SECONDS", 5.0),
+        run_threads=_count("POWERON_RUN_THREADS", 4),
+        run_wait_seconds=_seconds("POWERON_RUN_WAIT_SECONDS", 10.0),
     )
 
 

@@ -4,7 +4,11 @@ Endpoints (under /v1):
 
 - POST /chat/completions — answers from a queue of scripted replies (text, JSON, tool calls),
   else from a responder callable that sees the request, else echoes the last user message.
-  `"stream": true` is answered as server-sent events (text and tool-call deltas, [DONE]).
+  `"stream": true` is answered as server-sent events in OpenAI's chat.completion.chunk format:
+  the role, the text word by word, each tool call as a first piece with id and name and then
+  its arguments in fragments of `Reply.fragment` characters, the finish reason, the usage chunk
+  (when `stream_options.include_usage` asks for it), `[DONE]`. A reply can break its stream off
+  (`cut_after`: the connection closes after that many pieces) or hang in it (`hang_after`).
 - POST /images/generations — a small PNG as b64_json.
 - POST /audio/speech — `speech_bytes`.
 - POST /audio/transcriptions — multipart upload; answers `transcript` as JSON or plain text.
@@ -12,12 +16,15 @@ Endpoints (under /v1):
 
 Every request is recorded (`requests`, `chat_requests`, `last_chat`) so tests assert on what
 the client sent. `fail(status)` scripts an HTTP error for the next matching request;
-`stall(seconds)` delays it (for timeouts).
+`stall(seconds)` delays it (for timeouts); :func:`unreachable_url` is a base URL where nothing
+listens (connection refused). Several servers can run at once (one per provider).
 
     server = ScriptedAiServer().start()
     server.reply("Hello")                      # next chat answer
     server.reply_json({"name": "Anna"})        # next chat answer, as JSON text
     server.reply_tool_call("core_readFile", {"path": "a.txt"})
+    server.reply("Looking", tool_calls=[{"id": "call_1", "name": "a", "arguments": {}}, …])
+    server.reply("Hello there", cut_after=1)   # stream: one piece, then the connection closes
     server.fail(500, "overloaded")             # next request of any endpoint answers HTTP 500
     ...
     server.stop()
@@ -110,13 +117,16 @@ class Reply:
     """A scripted chat answer: text and/or tool calls, or an HTTP error, optionally late."""
 
     content: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None  # [{"name": …, "arguments": {…} or "…"}]
+    tool_calls: list[dict[str, Any]] | None = None  # [{"name": …, "arguments": {…} or "…", "id"?: …}]
     model: str | None = None
     usage: dict[str, int] | None = None
     status: int | None = None  # an HTTP error status instead of an answer
     error: str = "scripted failure"
     delay: float = 0.0
     finish_reason: str | None = None
+    fragment: int = 7  # stream: characters of tool-call arguments per piece
+    cut_after: int | None = None  # stream: close the connection after this many content pieces
+    hang_after: int | None = None  # stream: stop sending after this many pieces and hold the line
 
 
 Responder = Callable[[RecordedRequest], "Reply | str | dict | None"]
@@ -210,7 +220,8 @@ class ScriptedAiServer:
     def start(self) -> ScriptedAiServer:
         handler = type("Handler", (_Handler,), {"scripted": self})
         self._server = _Server(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-ai-server", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="scripted-ai-server", daemon=True)
         self._thread.start()
         return self
 
@@ -351,7 +362,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         model = reply.model or request.json.get("model") or "test-model"
         tool_calls = [
-            {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+            {"id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}", "type": "function",
              "function": {"name": call["name"],
                           "arguments": call["arguments"] if isinstance(call["arguments"], str)
                           else json.dumps(call["arguments"])}}
@@ -364,7 +375,7 @@ class _Handler(BaseHTTPRequestHandler):
                                 "total_tokens": prompt_tokens + completion_tokens}
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:16]}"
         if request.json.get("stream"):
-            self._stream(completion_id, model, reply.content, tool_calls, finish, usage,
+            self._stream(completion_id, model, reply, tool_calls, finish, usage,
                          bool((request.json.get("stream_options") or {}).get("include_usage")))
             return
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
@@ -376,7 +387,7 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": usage,
         })
 
-    def _stream(self, completion_id: str, model: str, content: str | None, tool_calls: list[dict[str, Any]],
+    def _stream(self, completion_id: str, model: str, reply: Reply, tool_calls: list[dict[str, Any]],
                 finish: str, usage: dict[str, int], include_usage: bool) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
@@ -384,32 +395,43 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("connection", "close")
         self.end_headers()
         self.close_connection = True
+        created = int(time.time())
 
-        def event(delta: dict[str, Any], finish_reason: str | None = None, extra: dict | None = None) -> None:
-            chunk = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
-                     "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
-            chunk.update(extra or {})
-            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-            self.wfile.flush()
+        def chunk(choices: list[dict[str, Any]], usage_value: dict[str, Any] | None = None) -> bytes:
+            data: dict[str, Any] = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                                    "model": model, "system_fingerprint": "fp_scripted", "choices": choices}
+            if include_usage:
+                data["usage"] = usage_value  # null on every chunk but the last, as OpenAI does
+            return b"data: " + json.dumps(data).encode() + b"\n\n"
 
-        event({"role": "assistant", "content": ""})
-        if content:
-            words = content.split(" ")
-            for i, word in enumerate(words):
-                event({"content": word if i == len(words) - 1 else word + " "})
+        def delta(content: dict[str, Any], finish_reason: str | None = None) -> bytes:
+            return chunk([{"index": 0, "delta": content, "logprobs": None, "finish_reason": finish_reason}])
+
+        pieces = [delta({"role": "assistant", "content": "", "refusal": None})]
+        if reply.content:
+            words = reply.content.split(" ")
+            pieces += [delta({"content": word if i == len(words) - 1 else word + " "}) for i, word in enumerate(words)]
         for index, call in enumerate(tool_calls):
             arguments = call["function"]["arguments"]
-            half = len(arguments) // 2
-            event({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                   "function": {"name": call["function"]["name"], "arguments": arguments[:half]}}]})
-            event({"tool_calls": [{"index": index, "function": {"arguments": arguments[half:]}}]})
-        event({}, finish)
+            pieces.append(delta({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                                 "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+            step = max(1, reply.fragment)
+            pieces += [delta({"tool_calls": [{"index": index, "function": {"arguments": arguments[i:i + step]}}]})
+                       for i in range(0, len(arguments), step)]
+        pieces.append(delta({}, finish))
         if include_usage:
-            chunk = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
-                     "model": model, "choices": [], "usage": usage}
-            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
+            pieces.append(chunk([], {**usage, "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                                     "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}}))
+        pieces.append(b"data: [DONE]\n\n")
+        for number, piece in enumerate(pieces):
+            # pieces[0] only says the role: `cut_after`/`hang_after` count the pieces after it.
+            if reply.cut_after is not None and number > reply.cut_after:
+                return  # the connection closes without the rest
+            if reply.hang_after is not None and number > reply.hang_after:
+                self.scripted._sleep(3600)
+                return
+            self.wfile.write(piece)
+            self.wfile.flush()
 
     def _image(self, request: RecordedRequest) -> None:
         if not (request.json or {}).get("prompt"):
@@ -433,6 +455,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, self.scripted.transcript.encode(), "text/plain")
             return
         self._json(200, {"text": self.scripted.transcript})
+
+
+def unreachable_url() -> str:
+    """A base URL on 127.0.0.1 where nothing listens: connecting is refused."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 def _parse_multipart(content_type: str, body: bytes) -> dict[str, Any]:

@@ -359,7 +359,8 @@ def make_parents(engine) -> Callable[..., Parents]:
 @pytest.fixture
 def ai_server(monkeypatch: pytest.MonkeyPatch):
     """A scripted OpenAI-compatible server on 127.0.0.1 (tests/ai_server.py), configured as the
-    AI provider: OPENAI_BASE_URL, OPENAI_API_KEY and POWERON_AI_MODEL=test-model are set."""
+    AI provider: OPENAI_BASE_URL, OPENAI_API_KEY and POWERON_AI_MODEL=test-model are set
+    (POWERON_AI_PROVIDERS and POWERON_AI_NEUTRALIZE are emptied, so a .env cannot interfere)."""
     from backend.config import reset_settings_cache
     from tests.ai_server import ScriptedAiServer
 
@@ -367,6 +368,8 @@ def ai_server(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
     monkeypatch.setenv("POWERON_AI_MODEL", "test-model")
+    monkeypatch.setenv("POWERON_AI_PROVIDERS", "")
+    monkeypatch.setenv("POWERON_AI_NEUTRALIZE", "")
     reset_settings_cache()
     try:
         yield server
