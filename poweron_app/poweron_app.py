@@ -7,6 +7,7 @@ import reflex as rx
 from backend.api.app import create_api
 from backend.bootstrap import prepare
 from backend.engine.recovery import start_recovery_thread
+from backend.engine.timers import start_timer_thread
 from poweron_app.pages.admin import admin_page
 from poweron_app.pages.login import login_page
 from poweron_app.pages.pending import PENDING_PAGES, pending_page
@@ -26,6 +27,9 @@ def _prepare_database() -> None:
     # Once per process start: continue runs a stopped process left in `running`, in the
     # background so start-up is not held up (backend/engine/recovery.py).
     start_recovery_thread()
+    # Wakes due flow.wait runs, expires due human tasks and polls mailboxes every
+    # POWERON_TIMER_INTERVAL_SECONDS (backend/engine/timers.py).
+    start_timer_thread()
 
 
 app = rx.App(api_transformer=create_api())

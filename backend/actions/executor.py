@@ -52,16 +52,20 @@ def execute_action(
     if not decision.allowed:
         return ActionResult(action_id, False, error=f"your roles do not allow {action_id} "
                                                      f"(toolbox {found.toolbox})", error_kind="forbidden")
-    # A failing action leaves nothing half-written: its writes live in a savepoint.
-    savepoint = context.session.begin_nested()
+    # A failing action leaves nothing half-written: the writes of a `write` action live in a
+    # savepoint (read-only actions skip its cost: they have nothing to undo).
+    savepoint = context.session.begin_nested() if "write" in found.capabilities else None
     try:
         output = _jsonable(found.fn(parsed, context))
-        savepoint.commit()
+        if savepoint is not None:
+            savepoint.commit()
     except (ActionError, DomainError) as exc:
-        savepoint.rollback()
+        if savepoint is not None:
+            savepoint.rollback()
         return ActionResult(action_id, False, error=str(exc), error_kind="failed")
     except Exception as exc:  # noqa: BLE001 - an action must never surface a traceback to its caller
-        savepoint.rollback()
+        if savepoint is not None:
+            savepoint.rollback()
         log.exception("action %s failed", action_id)
         return ActionResult(action_id, False, error=f"{action_id} failed unexpectedly: {type(exc).__name__}: {exc}",
                             error_kind="crashed")

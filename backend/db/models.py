@@ -287,7 +287,11 @@ class WorkflowRun(SQLModel, table=True):
 
 
 class RunStepLog(SQLModel, table=True):
-    """The trace of one node execution (one row per attempt)."""
+    """The trace of one node execution (one row per attempt).
+
+    status: running → completed | failed, or running → waiting (a suspended node: human task,
+    mail, flow.wait) → completed when resumed | cancelled when its run is cancelled first.
+    """
 
     __tablename__ = "run_step_log"
 

@@ -10,7 +10,8 @@ Points:
 
 - ``node_started``: the node was taken from the frontier; nothing of it is committed yet;
 - ``before_step_commit``: the node ran; its step row and the new context are not committed;
-- ``after_step_commit``: the node's step row and the context holding its output are committed.
+- ``after_step_commit``: the node's step row and the context holding its output are committed;
+- ``retry_wait``: an attempt of the node failed, is logged and committed; the next one is due.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import signal
 
 ENV = "POWERON_ENGINE_CRASH_AT"
-POINTS = ("node_started", "before_step_commit", "after_step_commit")
+POINTS = ("node_started", "before_step_commit", "after_step_commit", "retry_wait")
 
 
 def configured() -> tuple[str, str] | None:

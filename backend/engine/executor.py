@@ -22,25 +22,76 @@ them one after the other in-process (concurrency can come later without changing
 
 from __future__ import annotations
 
+import threading
 import time
 import traceback
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlmodel import Session
+from sqlalchemy import bindparam, update
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlmodel import Session, select
 
-from backend.db import session_scope
+from backend.db import get_engine, session_scope
 from backend.db.models import RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion, utcnow
 from backend.engine import crashpoints, events, steps
 from backend.engine.expressions import ExpressionError, ExpressionScope, evaluate_parameters
 from backend.engine.frontier import LOOP_TYPE, Frontier, Graph
-from backend.engine.nodes import RAW_PARAMETERS, NodeCall, Outcome, StepError, handler_for
+from backend.engine.nodes import RAW_PARAMETERS, NodeCall, Outcome, StepError, handler_for, runs_concurrently
 from backend.errors import Conflict, FieldError, InvalidInput
 from backend.statemachines import workflow_run as lifecycle
 from backend.workflows.node_types import DEFAULT_HANDLE, ERROR_HANDLE, RetryPolicy, node_type
 from backend.workflows.validation import validate_graph
 
 MODES = ("full", "step")
+BRANCH_THREADS = 8
+CANCEL_CHECK_SECONDS = 0.05
+_RUNS = WorkflowRun.__table__
+_UPDATE_CONTEXT = update(_RUNS).where(_RUNS.c.id == bindparam("run_id")).values(context=bindparam("context"))
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _branch_pool() -> ThreadPoolExecutor:
+    """The threads independent branches run on (shared by all runs of the process)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(BRANCH_THREADS, thread_name_prefix="poweron-branch")
+        return _pool
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """How a node's attempts ended: an outcome (with its step row) or the last error."""
+
+    outcome: Outcome | None = None
+    step_id: str | None = None
+    error: str | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+class NodeOutputs(dict):
+    """Completed node outputs, plus the `nodes` mapping expressions read, kept in step.
+
+    Building `{id: {"output": …}}` anew for every node made a long chain quadratic.
+    """
+
+    def __init__(self, outputs: dict[str, Any]):
+        super().__init__(outputs)
+        self.scope: dict[str, dict[str, Any]] = {key: {"output": value} for key, value in outputs.items()}
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.scope[key] = {"output": value}
+
+    def pop(self, key: str, *default: Any) -> Any:
+        self.scope.pop(key, None)
+        return super().pop(key, *default)
 
 
 def _aware(moment: datetime) -> datetime:
@@ -55,6 +106,26 @@ def _start_trigger(graph: Graph, trigger: str) -> str:
     return next((n for n in triggers if graph.nodes[n]["type"] == wanted), triggers[0])
 
 
+_checked_versions: OrderedDict[tuple[str, int], list[FieldError]] = OrderedDict()
+_CHECKED_VERSIONS_KEPT = 256
+
+
+def _validation_of(version: WorkflowVersion) -> list[FieldError]:
+    """validate_graph of `version`, remembered per (id, lock_version): every edit of a draft bumps
+    its lock_version, and a version's graph means the same as long as that is unchanged."""
+    key = (version.id, version.lock_version)
+    with _pool_lock:
+        if key in _checked_versions:
+            _checked_versions.move_to_end(key)
+            return _checked_versions[key]
+    errors = validate_graph(version.graph)
+    with _pool_lock:
+        _checked_versions[key] = errors
+        while len(_checked_versions) > _CHECKED_VERSIONS_KEPT:
+            _checked_versions.popitem(last=False)
+    return errors
+
+
 def start_run(session: Session, user: User, workflow: Workflow, version: WorkflowVersion, input: Any = None,  # noqa: A002
               mode: str = "full", trigger: str = "manual") -> WorkflowRun:
     """begin_run: create a run of `version` in `running`, its frontier at the starting trigger.
@@ -64,7 +135,7 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     """
     if mode not in MODES:
         raise InvalidInput([FieldError("mode", f"must be one of {', '.join(MODES)}")])
-    errors = validate_graph(version.graph)
+    errors = _validation_of(version)
     if errors:
         raise InvalidInput(errors)
     graph = Graph(version.graph)
@@ -94,12 +165,12 @@ def execute_run(run_id: str, session: Session | None = None) -> WorkflowRun:
 
 
 def continue_run(session: Session, run: WorkflowRun) -> WorkflowRun:
-    """Resume a run paused by the step debugger and run its next node."""
+    """Resume a run paused by the step debugger (committed); the caller executes its next node."""
     if run.status == lifecycle.PAUSED and run.pause_reason != "step":
         raise Conflict(f"run {run.id} waits for {run.pause_reason}, not for the step debugger")
     lifecycle.resume(session, run)
     session.commit()
-    return execute_run(run.id, session)
+    return run
 
 
 class RunEngine:
@@ -113,13 +184,28 @@ class RunEngine:
         self.user = session.get(User, run.sys_created_by)
         self.graph = Graph(version.graph)
         context = dict(run.context or {})
-        self.outputs: dict[str, Any] = dict(context.get("outputs", {}))
+        self.outputs = NodeOutputs(context.get("outputs", {}))
         self.loops: dict[str, dict[str, Any]] = dict(context.get("loops", {}))
         self.ends: dict[str, Any] = dict(context.get("ends", {}))
         self.suspended: dict[str, dict[str, Any]] = dict(context.get("suspended", {}))
         self.frontier = Frontier(self.graph, context.get("frontier"))
         # Test seam (POWERON_ENGINE_CRASH_AT), read once per run: see backend/engine/crashpoints.py.
         self.crash_at = crashpoints.configured()
+        # Only a run that got somewhere can have been interrupted.
+        self.attempt_base = self._interrupted_attempts() if self.outputs else {}
+        self.status_checked_at = float("-inf")
+
+    def _interrupted_attempts(self) -> dict[str, int]:
+        """Per ready node whose last logged attempt failed (a stopped process was waiting to
+        retry it), that attempt's number: the node's next execution is the next attempt rather
+        than attempt 1 again."""
+        if not self.frontier.ready:
+            return {}
+        query = (select(RunStepLog.node_id, RunStepLog.attempt, RunStepLog.status)
+                 .where(RunStepLog.run_id == self.run.id, RunStepLog.node_id.in_(self.frontier.ready))
+                 .order_by(RunStepLog.started_at, RunStepLog.attempt))
+        last = {node_id: (attempt, status) for node_id, attempt, status in self.session.exec(query).all()}
+        return {node_id: attempt for node_id, (attempt, status) in last.items() if status == "failed"}
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -135,17 +221,26 @@ class RunEngine:
                 if not ready:
                     self.complete()
                     break
-                # Nodes handed out together are independent and could run concurrently; this
-                # runner takes one at a time and asks again, since a step may change the frontier.
-                node_id = ready[0]
                 if not self._still_running():
                     break
-                self.frontier.take(node_id)
-                crashpoints.reach(self.crash_at, "node_started", node_id)
-                if node_id in self.frontier.waiting:
-                    self.next_iteration(node_id)
+                # Nodes handed out together are independent: slow ones (actions, AI, scripts) run
+                # at the same time; quick flow nodes run one at a time, as a step may change the
+                # frontier. The step debugger always goes one node at a time.
+                batch = [n for n in ready if n not in self.frontier.waiting and runs_concurrently(self.node_type_of(n))]
+                if len(batch) > 1 and self.run.mode != "step":
+                    for node_id in batch:
+                        self.frontier.take(node_id)
+                        crashpoints.reach(self.crash_at, "node_started", node_id)
+                    self.run_concurrently(batch)
+                    node_id = batch[-1]
                 else:
-                    self.run_node(node_id)
+                    node_id = ready[0]
+                    self.frontier.take(node_id)
+                    crashpoints.reach(self.crash_at, "node_started", node_id)
+                    if node_id in self.frontier.waiting:
+                        self.next_iteration(node_id)
+                    else:
+                        self.run_node(node_id)
                 crashpoints.reach(self.crash_at, "before_step_commit", node_id)
                 self.persist()
                 crashpoints.reach(self.crash_at, "after_step_commit", node_id)
@@ -156,15 +251,40 @@ class RunEngine:
         return self.run
 
     def _still_running(self) -> bool:
-        """A safe point: a cancel from elsewhere is seen before the next node starts."""
-        self.session.refresh(self.run)
-        return self.run.status == lifecycle.RUNNING
+        """A safe point: a cancel from elsewhere is seen before the next node starts.
+
+        Only the status column is read, and at most every CANCEL_CHECK_SECONDS, so quick nodes
+        do not pay a query each; the run (with its large context) is reloaded only when
+        something else changed it. A transition racing with a cancel fails on the run's
+        lock_version, so a cancelled run is never completed behind the user's back.
+        """
+        now = time.monotonic()
+        if now - self.status_checked_at < CANCEL_CHECK_SECONDS:
+            return True
+        self.status_checked_at = now
+        status = self.session.exec(select(WorkflowRun.status).where(WorkflowRun.id == self.run.id)).one()
+        if status != lifecycle.RUNNING:
+            self.session.refresh(self.run)
+            self._release_if_finished()
+        return status == lifecycle.RUNNING
+
+    def _release_if_finished(self) -> None:
+        """Someone else finished the run (a cancel) while a step of it was being committed: what
+        that step left waiting is released as the cancel would have done."""
+        if self.run.status in lifecycle.FINISHED:
+            lifecycle.release_waiting(self.session, self.run, self.run.error)
+            self.session.commit()
 
     def persist(self) -> None:
-        """Write the context and commit: the step is durable before the next one starts."""
-        self.run.context = {"outputs": dict(self.outputs), "frontier": self.frontier.to_state(),
-                            "loops": dict(self.loops), "ends": dict(self.ends), "suspended": dict(self.suspended)}
-        self.session.add(self.run)
+        """Write the context and commit: the step is durable before the next one starts.
+
+        A Core UPDATE of the one column (the ORM's change tracking of a large JSON value cost
+        more than the write); the loaded run is told the new value without becoming dirty.
+        """
+        context = {"outputs": dict(self.outputs), "frontier": self.frontier.to_state(),
+                   "loops": dict(self.loops), "ends": dict(self.ends), "suspended": dict(self.suspended)}
+        self.session.execute(_UPDATE_CONTEXT, {"run_id": self.run.id, "context": context})
+        set_committed_value(self.run, "context", context)
         self.session.commit()
 
     # --- nodes ------------------------------------------------------------------------------
@@ -173,7 +293,7 @@ class RunEngine:
         """What the node's expressions see; `item`/`index` of its innermost loop."""
         scope = ExpressionScope(
             input=self.run.input,
-            nodes={n: {"output": out} for n, out in self.outputs.items()},
+            nodes=self.outputs.scope,
             run={"id": self.run.id, "mode": self.run.mode, "trigger": self.run.trigger,
                  "startedAt": self.run.started_at.isoformat() if self.run.started_at else None},
             workflow={"id": self.workflow.id, "name": self.workflow.name},
@@ -184,49 +304,91 @@ class RunEngine:
             return scope.loop(position["items"][position["index"]], position["index"])
         return scope
 
+    def node_type_of(self, node_id: str) -> str:
+        return self.graph.nodes[node_id].get("type", "")
+
     def _incoming(self, node_id: str) -> dict[str, Any]:
         sources = [self.graph.edges[i]["source"] for i in self.graph.incoming[node_id] if i in self.frontier.fired]
         return {source: self.outputs.get(source) for source in sources}
 
     def run_node(self, node_id: str) -> None:
-        """Run every attempt the node's retry policy allows; then success or failure."""
+        """Run the node's attempts in the engine's session, then apply success or failure."""
+        self.apply(node_id, self.attempt_node(self.session, node_id))
+
+    def run_concurrently(self, node_ids: list[str]) -> None:
+        """Run independent nodes at the same time, each in a session of its own.
+
+        The engine's session commits first (so it holds no write lock), the workers commit
+        the nodes' side effects, and the engine applies the results in the order the frontier
+        handed the nodes out; the step rows are written with the run's context, as always.
+        """
+        self.session.commit()
+        results = list(_branch_pool().map(self._attempt_in_own_session, node_ids))
+        for node_id, result in zip(node_ids, results, strict=True):
+            self.apply(node_id, result)
+
+    def _attempt_in_own_session(self, node_id: str) -> NodeResult:
+        with Session(get_engine(), expire_on_commit=False) as session:
+            try:
+                result = self.attempt_node(session, node_id)
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+            return result
+
+    def attempt_node(self, session: Session, node_id: str) -> NodeResult:
+        """Every attempt the node's retry policy allows, each logged; reads but never changes the
+        engine's state, so independent nodes may be attempted in parallel threads."""
         node = self.graph.nodes[node_id]
         policy = RetryPolicy.model_validate(node.get("retry") or {})
         handler = handler_for(node.get("type", ""))
         error = StepError(f"node '{node_id}': unknown node type '{node.get('type')}'")
-        for attempt in range(1, policy.max_attempts + 1):
-            step, started = steps.start_step(self.session, self.run.id, node, attempt)
+        first = self.attempt_base.pop(node_id, 0)
+        rows: list[dict[str, Any]] = []
+        for attempt in range(first + 1, first + policy.max_attempts + 1):
+            step = steps.start_step(self.run, node, attempt)
             parameters: Any = node.get("parameters") or {}
             try:
                 if handler is None:
                     raise error
-                parameters = evaluate_parameters(parameters, self.scope_for(node_id), node_id,
-                                                 raw=RAW_PARAMETERS.get(node["type"], ()))
-                outcome = handler(NodeCall(node, parameters, self.scope_for(node_id), self.session, self.user,
+                scope = self.scope_for(node_id)
+                parameters = evaluate_parameters(parameters, scope, node_id, raw=RAW_PARAMETERS.get(node["type"], ()))
+                outcome = handler(NodeCall(node, parameters, scope, session, session.get(User, self.user.id),
                                            self.run, self._incoming(node_id)))
             except ExpressionError as exc:
                 # An expression fails the same way every time: no retry.
-                steps.finish_step(self.session, step, started, "failed", parameters, error=str(exc))
-                return self.on_node_failure(node_id, str(exc))
+                rows.append(steps.finish_step(step, "failed", parameters, error=str(exc)))
+                return NodeResult(error=str(exc), rows=rows)
             except StepError as exc:
                 error = exc
-                steps.finish_step(self.session, step, started, "failed", parameters, exc.output, exc.message,
-                                  exc.stack)
+                rows.append(steps.finish_step(step, "failed", parameters, exc.output, exc.message, exc.stack))
             except Exception as exc:  # noqa: BLE001 - a node's bug is that node's error, not the engine's
                 error = StepError(f"{type(exc).__name__}: {exc}", traceback.format_exc())
-                steps.finish_step(self.session, step, started, "failed", parameters, None, error.message,
-                                  error.stack)
+                rows.append(steps.finish_step(step, "failed", parameters, None, error.message, error.stack))
             else:
-                steps.finish_step(self.session, step, started, "waiting" if outcome.suspend else "completed",
-                                  parameters, outcome.output)
-                if outcome.suspend:
-                    return self.suspend(node_id, outcome, step.id)
-                return self.on_node_success(node_id, outcome)
-            if attempt < policy.max_attempts:
-                self.session.commit()  # the failed attempt is visible while we wait
-                factor = 2 ** (attempt - 1) if policy.backoff == "exponential" else 1
+                status = "waiting" if outcome.suspend else "completed"
+                rows.append(steps.finish_step(step, status, parameters, outcome.output))
+                return NodeResult(outcome=outcome, step_id=step.id, rows=rows)
+            if attempt < first + policy.max_attempts:
+                # The failed attempt is visible while we wait for the next one.
+                steps.write_steps(session, rows)
+                session.commit()
+                rows = []
+                crashpoints.reach(self.crash_at, "retry_wait", node_id)
+                factor = 2 ** (attempt - first - 1) if policy.backoff == "exponential" else 1
                 time.sleep(policy.delay_seconds * factor)
-        return self.on_node_failure(node_id, error.message)
+        return NodeResult(error=error.message, rows=rows)
+
+    def apply(self, node_id: str, result: NodeResult) -> None:
+        """The engine's side of a finished node: success, suspension or onError."""
+        # Into the step's transaction now, so node.finished is published before the run's own event.
+        steps.write_steps(self.session, result.rows)
+        if result.outcome is None:
+            return self.on_node_failure(node_id, result.error or "failed")
+        if result.outcome.suspend:
+            return self.suspend(node_id, result.outcome, result.step_id)
+        return self.on_node_success(node_id, result.outcome)
 
     def on_node_success(self, node_id: str, outcome: Outcome) -> None:
         """Store the output and follow the handles taken (or end the run for flow.stop)."""
@@ -263,7 +425,7 @@ class RunEngine:
             step.finished_at = utcnow()
             step.duration_ms = int((step.finished_at - _aware(step.started_at)).total_seconds() * 1000)
             self.session.add(step)
-            steps.publish_finished(self.session, step)
+            steps.publish_finished(self.session, step, self.run.workflow_id)
         self.on_node_success(node_id, Outcome(output=output, handles=handles))
 
     def on_node_failure(self, node_id: str, message: str) -> None:
@@ -327,6 +489,7 @@ class RunEngine:
         """Anything unexpected: roll back the step and fail the run with the reason."""
         self.session.rollback()
         self.session.refresh(self.run)
+        self._release_if_finished()
         if self.run.status in (lifecycle.RUNNING, lifecycle.PAUSED):
             if self.run.status == lifecycle.PAUSED:
                 lifecycle.cancel(self.session, self.run, f"engine error: {type(exc).__name__}: {exc}")

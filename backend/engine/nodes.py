@@ -80,15 +80,26 @@ class Outcome:
 
 Handler = Callable[[NodeCall], Outcome]
 HANDLERS: dict[str, Handler] = {}
+# Built-in types whose work takes real time (a model, a subprocess): independent ones run at once.
+CONCURRENT_TYPES: set[str] = set()
 
 
-def handles(*types: str) -> Callable[[Handler], Handler]:
-    """Register a function as the handler of `types`."""
+def handles(*types: str, concurrent: bool = False) -> Callable[[Handler], Handler]:
+    """Register a function as the handler of `types`; `concurrent` if independent nodes of these
+    types may run at the same time (each in a session of its own)."""
     def register(fn: Handler) -> Handler:
         for type_id in types:
             HANDLERS[type_id] = fn
+            if concurrent:
+                CONCURRENT_TYPES.add(type_id)
         return fn
     return register
+
+
+def runs_concurrently(type_id: str) -> bool:
+    """Whether independent nodes of this type run at the same time: node actions and the slow
+    built-ins do; flow control, triggers and human steps run one at a time."""
+    return type_id in CONCURRENT_TYPES or (type_id not in HANDLERS and handler_for(type_id) is run_action)
 
 
 def handler_for(type_id: str) -> Handler | None:
@@ -210,7 +221,7 @@ def human_task(call: NodeCall) -> Outcome:
 # --- AI ---------------------------------------------------------------------------------------
 
 
-@handles("ai.prompt")
+@handles("ai.prompt", concurrent=True)
 def ai_prompt(call: NodeCall) -> Outcome:
     from backend.ai.client import AiError, get_ai_client
 
@@ -230,7 +241,7 @@ def _normalise(text: str) -> str:
     return text.strip().strip("\"'`.").strip().casefold()
 
 
-@handles("ai.decide")
+@handles("ai.decide", concurrent=True)
 def ai_decide(call: NodeCall) -> Outcome:
     """The model picks one option; its handle is followed. Any other answer is a step error."""
     from backend.ai.client import AiError, get_ai_client
@@ -253,7 +264,7 @@ def ai_decide(call: NodeCall) -> Outcome:
 # --- code -------------------------------------------------------------------------------------
 
 
-@handles("script.python")
+@handles("script.python", concurrent=True)
 def script_python(call: NodeCall) -> Outcome:
     """Run the code in the sandbox; its `input` is the run input, node outputs and loop item."""
     from backend.sandbox import probe, run_python

@@ -7,8 +7,8 @@ left in `running` by a killed process can simply be executed again from its cont
 - a node whose step was committed has its output in the context and is finished in the
   frontier: it is not executed again;
 - a node that was executing when the process died is still ready in the persisted frontier and
-  runs again; any step row of it that was committed as `running` is closed as `failed`
-  ("interrupted") first, so the new execution is a new attempt in the step log;
+  runs again; its step rows are written with the context, so the lost execution left none
+  (a retry that was waiting after a failed attempt goes on with the next attempt number);
 - paused runs (human task, e-mail, wait, step debugger) and their tasks are not touched.
 
 :func:`recover_runs` is called once per process start, in a background thread
@@ -34,26 +34,13 @@ import threading
 from sqlmodel import Session, select
 
 from backend.db import session_scope
-from backend.db.models import RunStepLog, User, WorkflowRun, WorkflowVersion, utcnow
+from backend.db.models import RunStepLog, User, WorkflowRun, WorkflowVersion
 from backend.engine.executor import execute_run
 from backend.engine.frontier import Frontier, Graph
 from backend.errors import Conflict
 from backend.statemachines import workflow_run as lifecycle
 
 log = logging.getLogger(__name__)
-
-INTERRUPTED = "interrupted: the process executing this step stopped; the step runs again as a new attempt"
-
-
-def _close_interrupted_steps(session: Session, run_ids: list[str]) -> None:
-    if not run_ids:
-        return
-    stale = select(RunStepLog).where(RunStepLog.run_id.in_(run_ids), RunStepLog.status == "running")
-    for step in session.exec(stale).all():
-        step.status = "failed"
-        step.error = INTERRUPTED
-        step.finished_at = utcnow()
-        session.add(step)
 
 
 def recover_runs() -> list[str]:
@@ -64,7 +51,6 @@ def recover_runs() -> list[str]:
     """
     with session_scope() as session:
         run_ids = list(session.exec(select(WorkflowRun.id).where(WorkflowRun.status == lifecycle.RUNNING)).all())
-        _close_interrupted_steps(session, run_ids)
     for run_id in run_ids:
         try:
             execute_run(run_id)

@@ -5,17 +5,21 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from sqlalchemy import insert
 from sqlmodel import Session
 
-from backend.db.models import RunStepLog, WorkflowRun, utcnow
+from backend.db.models import RunStepLog, WorkflowRun, new_id, utcnow
 from backend.engine import events
 
 OUTPUT_LIMIT = 64 * 1024
 MASK = "***"
 # Keys whose values never reach the step log: the log is readable by everyone who may read runs.
 SECRET_KEY = re.compile(r"password|passwd|secret|token|api[-_]?key|authorization|credential", re.IGNORECASE)
+_INSERT_STEP = insert(RunStepLog.__table__)
 STACK_SEPARATOR = "\n--- stack ---\n"
 
 
@@ -42,41 +46,62 @@ def cap_output(value: Any, limit: int = OUTPUT_LIMIT) -> Any:
             "preview": text[: limit // 2]}
 
 
-def start_step(session: Session, run_id: str, node: dict[str, Any], attempt: int) -> tuple[RunStepLog, float]:
-    """Open the log row of one attempt; returns it with a monotonic start time."""
-    step = RunStepLog(run_id=run_id, node_id=node["id"], node_type=node.get("type", ""), attempt=attempt,
-                      status="running")
-    session.add(step)
-    events.BUS.publish(events.NODE_STARTED, run_id, _workflow_of(session, run_id), nodeId=step.node_id,
-                       nodeType=step.node_type, attempt=attempt, status="running")
-    return step, time.monotonic()
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a node while it runs; its log row is written when it ends."""
+
+    id: str
+    run_id: str
+    workflow_id: str | None
+    node_id: str
+    node_type: str
+    number: int
+    started_at: datetime
+    started: float  # monotonic, for the duration
 
 
-def _workflow_of(session: Session, run_id: str) -> str | None:
-    """The run's workflow id (the run is in the session's identity map: no query)."""
-    run = session.get(WorkflowRun, run_id)
-    return run.workflow_id if run is not None else None
+def start_step(run: WorkflowRun, node: dict[str, Any], attempt: int) -> Attempt:
+    """Begin an attempt and announce it (node.started); nothing is written yet."""
+    begun = Attempt(id=new_id(), run_id=run.id, workflow_id=run.workflow_id, node_id=node["id"],
+                    node_type=node.get("type", ""), number=attempt, started_at=utcnow(), started=time.monotonic())
+    events.BUS.publish(events.NODE_STARTED, run.id, run.workflow_id, nodeId=begun.node_id,
+                       nodeType=begun.node_type, attempt=attempt, status="running")
+    return begun
 
 
-def publish_finished(session: Session, step: RunStepLog) -> None:
+def publish_finished(session: Session, step: RunStepLog, workflow_id: str | None) -> None:
     """node.finished for `step`, published when the session commits."""
-    events.publish_on_commit(session, events.NODE_FINISHED, step.run_id, _workflow_of(session, step.run_id),
+    events.publish_on_commit(session, events.NODE_FINISHED, step.run_id, workflow_id,
                              nodeId=step.node_id, nodeType=step.node_type, attempt=step.attempt,
                              status=step.status, durationMs=step.duration_ms, error=split_error(step.error)[0])
 
 
-def finish_step(session: Session, step: RunStepLog, started: float, status: str, input: Any = None,  # noqa: A002
-                output: Any = None, error: str | None = None, stack: str | None = None) -> RunStepLog:
-    """Close an attempt's row: status, masked input, capped output, error with stack, duration."""
-    step.status = status
-    step.input = mask_secrets(input)
-    step.output = cap_output(mask_secrets(output))
-    step.error = f"{error}{STACK_SEPARATOR}{stack}" if error and stack else error
-    step.duration_ms = int((time.monotonic() - started) * 1000)
-    step.finished_at = utcnow()
-    session.add(step)
-    publish_finished(session, step)
-    return step
+def finish_step(attempt: Attempt, status: str, input: Any = None,  # noqa: A002
+                output: Any = None, error: str | None = None, stack: str | None = None) -> dict[str, Any]:
+    """The attempt's log row: status, masked input, capped output, error with stack, duration.
+
+    Nothing is written here: the engine writes a node's rows with the run's context in one
+    transaction (:func:`write_steps`), so a step is logged exactly when its result is durable.
+    """
+    return {"id": attempt.id, "run_id": attempt.run_id, "node_id": attempt.node_id, "node_type": attempt.node_type,
+            "status": status, "attempt": attempt.number, "input": mask_secrets(input),
+            "output": cap_output(mask_secrets(output)),
+            "error": f"{error}{STACK_SEPARATOR}{stack}" if error and stack else error,
+            "duration_ms": int((time.monotonic() - attempt.started) * 1000),
+            "started_at": attempt.started_at, "finished_at": utcnow(), "workflow_id": attempt.workflow_id}
+
+
+def write_steps(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert step rows (one plain table INSERT: the ORM's per-object bookkeeping was most of a
+    step's cost); node.finished is published for each when the session commits."""
+    if not rows:
+        return
+    session.execute(_INSERT_STEP, [{k: v for k, v in row.items() if k != "workflow_id"} for row in rows])
+    for row in rows:
+        events.publish_on_commit(session, events.NODE_FINISHED, row["run_id"], row["workflow_id"],
+                                 nodeId=row["node_id"], nodeType=row["node_type"], attempt=row["attempt"],
+                                 status=row["status"], durationMs=row["duration_ms"],
+                                 error=split_error(row["error"])[0])
 
 
 def split_error(text: str | None) -> tuple[str | None, str | None]:

@@ -13,6 +13,7 @@ from typing import Any
 from sqlmodel import Session, select
 
 from backend.db.models import FeatureInstance, HumanTask, WorkflowRun
+from backend.engine import worker
 from backend.engine.executor import RunEngine
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.rbac.access import AccessContext
@@ -82,7 +83,8 @@ def _answer(task: HumanTask, data: Any) -> tuple[Any, tuple[str, ...]]:
 
 
 def complete_task(access: AccessContext, task: HumanTask, data: Any) -> WorkflowRun:
-    """Record the answer and resume the run at the task's node; returns the run after it ran on."""
+    """Record the answer and resume the run at the task's node; returns the run after it ran on
+    (on a run thread, waited for as a started run is: backend/engine/worker.py)."""
     session: Session = access.session
     if not may_complete(access, task):
         raise Forbidden("only the task's assignee may complete it")
@@ -96,7 +98,9 @@ def complete_task(access: AccessContext, task: HumanTask, data: Any) -> Workflow
         run_lifecycle.resume(session, run)
     engine.resume_node(task.node_id, output, handles)
     engine.persist()
-    return engine.execute()
+    worker.execute_and_wait(run.id)
+    session.refresh(run)
+    return run
 
 
 def cancel_task(access: AccessContext, task: HumanTask) -> WorkflowRun:
@@ -107,5 +111,6 @@ def cancel_task(access: AccessContext, task: HumanTask) -> WorkflowRun:
     task_lifecycle.cancel(session, task, access.user.id)
     run = session.get(WorkflowRun, task.run_id)
     if run.status in (run_lifecycle.RUNNING, run_lifecycle.PAUSED):
-        run_lifecycle.cancel(session, run, f"task '{task.title}' was cancelled by {access.user.username}")
+        run_lifecycle.cancel(session, run, f"task '{task.title}' was cancelled by {access.user.username}",
+                             by=access.user.id)
     return run

@@ -5,21 +5,33 @@ Nothing here sleeps. A waiting node keeps what it waits for in the run's persist
 ``filter``/``since`` for email.checkEmail) or in its HumanTask (``due_at``/``on_timeout``), so the
 work below is found again after a restart. :func:`run_due_work` is what the scheduler calls
 periodically; each function may also be called on its own, with `now` for tests.
+
+In the running application :func:`start_timer_thread` (started from the Reflex lifespan in
+``poweron_app/poweron_app.py``) calls :func:`run_due_work` every POWERON_TIMER_INTERVAL_SECONDS.
+Every resume, expiry and cancel here is a guarded state transition (optimistic locking), so two
+processes ticking against one database do not both resume a node: the loser of a race gets
+``ConcurrentTransition`` and leaves that item to the winner.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlmodel import Session, select
 
+from backend.config import get_settings
 from backend.db import session_scope
 from backend.db.models import HumanTask, WorkflowRun, utcnow
 from backend.engine.executor import RunEngine
 from backend.statemachines import human_task as task_lifecycle
 from backend.statemachines import workflow_run as run_lifecycle
+from backend.statemachines.base import ConcurrentTransition
 from backend.workflows.node_types import DEFAULT_HANDLE
+
+log = logging.getLogger(__name__)
 
 
 def _aware(moment: datetime) -> datetime:
@@ -54,7 +66,10 @@ def resume_suspended(session: Session, run: WorkflowRun, node_id: str, output: A
     if not engine.is_waiting_at(node_id):
         return None
     if run.status == run_lifecycle.PAUSED:
-        run_lifecycle.resume(session, run)
+        try:
+            run_lifecycle.resume(session, run)
+        except ConcurrentTransition:
+            return None  # another process (or thread) resumed or cancelled it just now
     engine.resume_node(node_id, output, handles)
     engine.persist()
     return engine.execute()
@@ -91,23 +106,33 @@ def expire_due_tasks(now: datetime | None = None) -> int:
     with session_scope() as session:
         query = select(HumanTask).where(HumanTask.status == task_lifecycle.PENDING, HumanTask.due_at.is_not(None))
         due = [task.id for task in session.exec(query).all() if _aware(task.due_at) <= moment]
+    expired = 0
     for task_id in due:
-        with session_scope() as session:
-            task = session.get(HumanTask, task_id)
-            if task is None or task.status != task_lifecycle.PENDING:
-                continue
-            task_lifecycle.expire(session, task)
-            run = session.get(WorkflowRun, task.run_id)
-            if run is None or run.status not in (run_lifecycle.RUNNING, run_lifecycle.PAUSED):
-                continue
-            if task.on_timeout == "default":
-                output, handles = timeout_answer(task)
-                task.data = output
-                session.add(task)
-                resume_suspended(session, run, task.node_id, output, handles)
-            else:
-                run_lifecycle.cancel(session, run, f"task '{task.title}' timed out")
-    return len(due)
+        try:
+            expired += _expire_task(task_id)
+        except ConcurrentTransition as exc:  # completed, cancelled or expired elsewhere meanwhile
+            log.info("task %s not expired: %s", task_id, exc)
+    return expired
+
+
+def _expire_task(task_id: str) -> int:
+    """Expire one due task and apply its onTimeout, in one transaction; 1 if it was expired."""
+    with session_scope() as session:
+        task = session.get(HumanTask, task_id)
+        if task is None or task.status != task_lifecycle.PENDING:
+            return 0
+        task_lifecycle.expire(session, task)
+        run = session.get(WorkflowRun, task.run_id)
+        if run is None or run.status not in (run_lifecycle.RUNNING, run_lifecycle.PAUSED):
+            return 1
+        if task.on_timeout == "default":
+            output, handles = timeout_answer(task)
+            task.data = output
+            session.add(task)
+            resume_suspended(session, run, task.node_id, output, handles)
+        else:
+            run_lifecycle.cancel(session, run, f"task '{task.title}' timed out")
+        return 1
 
 
 def run_due_work(now: datetime | None = None) -> dict[str, int]:
@@ -115,3 +140,61 @@ def run_due_work(now: datetime | None = None) -> dict[str, int]:
     from backend.engine.mailbox import poll_mailboxes
 
     return {"woken": wake_due_runs(now), "expired": expire_due_tasks(now), "mails": poll_mailboxes(now)}
+
+
+# --- the ticker ---------------------------------------------------------------------------------
+
+_ticker_lock = threading.Lock()
+_ticker: TimerThread | None = None
+
+
+class TimerThread:
+    """The daemon thread that calls :func:`run_due_work` every `interval_seconds`; :meth:`stop` ends it."""
+
+    def __init__(self, interval_seconds: float):
+        self.interval_seconds = interval_seconds
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="poweron-timers", daemon=True)
+
+    def _loop(self) -> None:
+        # The first tick comes one interval after the start, so the recovery of runs left
+        # `running` (started at the same time) has selected its runs before any is resumed here.
+        while not self.stopping.wait(self.interval_seconds):
+            tick()
+
+    def is_alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def stop(self, timeout: float | None = 10) -> None:
+        """Ask the thread to end and wait for it (at most `timeout` seconds; a tick is not cut short)."""
+        self.stopping.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout)
+
+
+def tick(now: datetime | None = None) -> dict[str, int] | None:
+    """One round of :func:`run_due_work`; errors are logged, never raised (the ticker goes on)."""
+    try:
+        return run_due_work(now)
+    except Exception:  # noqa: BLE001 - one bad round must not end the ticker
+        log.exception("due work of paused runs failed")
+        return None
+
+
+def start_timer_thread(interval_seconds: float | None = None) -> TimerThread:
+    """Start the process's timer thread (once: while it runs, later calls return it).
+
+    `interval_seconds` defaults to the setting POWERON_TIMER_INTERVAL_SECONDS (5). Several
+    processes may tick against one database: see the module documentation.
+    """
+    global _ticker  # noqa: PLW0603 - one ticker per process
+    with _ticker_lock:
+        if _ticker is not None and _ticker.is_alive() and not _ticker.stopping.is_set():
+            return _ticker
+        interval = interval_seconds if interval_seconds is not None else get_settings().timer_interval_seconds
+        if interval <= 0:
+            raise ValueError(f"the timer interval must be positive, not {interval}")
+        _ticker = TimerThread(interval)
+        _ticker.thread.start()
+        log.info("timer thread started (every %s s)", interval)
+        return _ticker

@@ -12,6 +12,7 @@ from backend.api.app import create_api
 from backend.bootstrap import prepare
 from backend.config import reset_settings_cache
 from backend.db import reset_engine
+from backend.engine.worker import shutdown_worker
 
 ADMIN_PASSWORD = "admin-pass-123"
 
@@ -48,6 +49,7 @@ def app_config(db_url: str, tmp_path, monkeypatch) -> Iterator[str]:
     reset_engine()
     prepare()
     yield db_url
+    shutdown_worker()
     reset_engine()
     reset_settings_cache()
 

@@ -15,6 +15,9 @@ from backend.db.models import HumanTask, WorkflowRun
 from backend.engine.frontier import Frontier, Graph
 from backend.engine.steps import cap_output, mask_secrets
 
+# Graph semantics (branches, loops, retries, onError …) do not depend on the database: those tests
+# run on SQLite only. What is persisted and read back (step rows, context, human tasks, the REST
+# run API, cancel) runs on SQLite and PostgreSQL.
 SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 START = {"id": "start", "type": "trigger.manual", "parameters": {}}
@@ -210,7 +213,6 @@ def test_flow_stop_ends_the_run_with_its_status(api):
     assert run["status"] == "failed" and run["error"] == "no way"
 
 
-@SQLITE
 def test_steps_carry_masked_inputs_outputs_and_durations(api):
     graph = {"nodes": [START, transform("t", "ok", data={"user": "a", "apiKey": "sk-123", "password": "pw"})],
              "edges": [edge("start", "t")]}
@@ -239,7 +241,6 @@ def test_invalid_graph_is_refused_before_running(api):
     assert "nodes" in str(errors)
 
 
-@SQLITE
 def test_rest_list_get_cancel_and_step_mode(api):
     run = run_graph(api, BRANCH, {"amount": 5}, mode="step")
     assert run["status"] == "paused" and run["pauseReason"] == "step" and ran(run) == ["start"]
@@ -303,7 +304,6 @@ def _pending(api, run_id: str) -> dict[str, Any]:
     return next(t for t in listed.json() if t["runId"] == run_id)
 
 
-@SQLITE
 def test_approval_pauses_the_run_and_completing_resumes_it_once(api):
     run = run_graph(api, approval_graph({"user": _me(api)}), {"amount": 50})
     assert run["status"] == "paused" and run["pauseReason"] == "humanTask", run
@@ -325,7 +325,6 @@ def test_approval_pauses_the_run_and_completing_resumes_it_once(api):
     assert steps_of(final)["yes"]["output"]["result"] == "approved: fine"
 
 
-@SQLITE
 def test_rejecting_takes_the_rejected_handle_and_cancelling_cancels_the_run(api):
     run = run_graph(api, approval_graph({"role": "no-such-role"}), {"amount": 1})
     assert run["status"] == "paused"
@@ -350,7 +349,42 @@ def test_rejecting_takes_the_rejected_handle_and_cancelling_cancels_the_run(api)
     assert answer["run"]["status"] == "completed" and list(answer["run"]["output"]) == ["no"]
 
 
-@SQLITE
+def assert_step_cancelled(api, run_id: str, node_id: str) -> dict[str, Any]:
+    """GET the run: it is cancelled and the node's step, which was waiting, ended as cancelled."""
+    run = api.client.get(f"{api.base()}/runs/{run_id}", headers=api.auth).json()
+    assert run["status"] == "cancelled", run
+    assert "waiting" not in [s["status"] for s in run["steps"]], run["steps"]
+    step = steps_of(run)[node_id]
+    assert step["status"] == "cancelled", step
+    assert step["finishedAt"] and isinstance(step["durationMs"], int) and step["durationMs"] >= 0, step
+    return run
+
+
+def test_cancelling_a_waiting_run_or_its_task_ends_the_waiting_step_as_cancelled(api):
+    me = _me(api)
+    by_task = run_graph(api, approval_graph({"user": me}), {"amount": 3})
+    assert steps_of(by_task)["ok"]["status"] == "waiting"
+    task = _pending(api, by_task["id"])
+    cancelled = api.client.post(f"/api/tasks/{task['id']}/cancel", headers=api.auth)
+    assert cancelled.status_code == 200, cancelled.text
+    run = assert_step_cancelled(api, by_task["id"], "ok")
+    assert ran(run) == ["start", "ok"] and steps_of(run)["start"]["status"] == "completed"
+
+    by_run = run_graph(api, approval_graph({"user": me}), {"amount": 4})
+    answer = api.client.post(f"{api.base()}/runs/{by_run['id']}/cancel", headers=api.auth)
+    assert answer.status_code == 200, answer.text
+    assert steps_of(answer.json())["ok"]["status"] == "cancelled"  # the cancel answer shows it too
+    assert_step_cancelled(api, by_run["id"], "ok")
+    too_late = api.client.post(f"/api/tasks/{_task_id(by_run['id'])}/complete", json={"data": {"approved": True}},
+                               headers=api.auth)
+    assert too_late.status_code == 409, too_late.text
+
+
+def _task_id(run_id: str) -> str:
+    with session_scope() as session:
+        return session.exec(select(HumanTask.id).where(HumanTask.run_id == run_id)).one()
+
+
 def test_branch_loop_approval_and_retried_node_run_to_completion(api, ai_server):
     """The issue's "done when": a branch, a loop with an approval in its body, a failing-then-retried
     node; after the approvals the run completes and its steps show inputs, outputs and durations."""
@@ -402,3 +436,14 @@ def test_script_python_runs_in_the_sandbox_and_reports_errors_with_stack(api, mo
     monkeypatch.setattr(sandbox, "probe", lambda: SandboxStatus(False, "bubblewrap is not installed"))
     disabled = run_graph(api, graph, {"values": []})
     assert "bubblewrap is not installed" in steps_of(disabled)["py"]["error"]
+
+
+def test_a_run_failing_in_one_branch_releases_the_approval_waiting_in_another(api):
+    graph = approval_graph({"user": _me(api)})
+    graph = {"nodes": [*graph["nodes"], transform("bad", "{{ missing.field }}", data={})],
+             "edges": [*graph["edges"], edge("start", "bad")]}
+    run = run_graph(api, graph, {"amount": 9})
+    assert run["status"] == "failed" and "bad" in run["error"], run
+    assert steps_of(run)["ok"]["status"] == "cancelled"
+    tasks = api.client.get("/api/tasks", headers=api.auth).json()
+    assert [t["status"] for t in tasks if t["runId"] == run["id"]] == ["cancelled"]

@@ -1,6 +1,7 @@
 """Durability of the run engine (issue 5, items 7 and 9): kill-and-restart and retry-from-failed.
 
-A subprocess configured through the environment (POWERON_DB_URL of a SQLite file in tmp)
+A subprocess configured through the environment (POWERON_DB_URL of the test's database:
+a SQLite file in tmp or a database on the private PostgreSQL server)
 starts runs and is killed with SIGKILL at a named crash point (POWERON_ENGINE_CRASH_AT, see
 backend/engine/crashpoints.py); this process then calls ``recover_runs()`` as a restarted
 application does, and checks that the run completed without running a completed step again.
@@ -19,8 +20,9 @@ from typing import Any
 
 import pytest
 
+from backend.config import get_settings
 from backend.engine.recovery import recover_runs
-from tests.integration.test_engine import LOOP, SQLITE, START, approval_graph, edge, ran, transform
+from tests.integration.test_engine import LOOP, START, approval_graph, edge, ran, transform
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,6 +68,8 @@ def create(api, graph: dict[str, Any]) -> str:
 def run_in_subprocess(runs: list[tuple[str, Any]], crash_at: str | None) -> tuple[int, list[str]]:
     """Start `runs` in a fresh interpreter on the test database; (returncode, run ids printed)."""
     env = dict(os.environ)
+    # The test's database, SQLite file or PostgreSQL database alike (app_config set it up).
+    env["POWERON_DB_URL"] = get_settings().db_url
     env.pop("POWERON_ENGINE_CRASH_AT", None)
     if crash_at:
         env["POWERON_ENGINE_CRASH_AT"] = crash_at
@@ -99,7 +103,6 @@ def assert_chain_and_loop_done(run: dict[str, Any]) -> None:
     assert doubles == ["2", "4", "6"]
 
 
-@SQLITE
 def test_without_a_crash_point_the_subprocess_completes_the_run(api):
     code, run_ids = run_in_subprocess([(create(api, CHAIN_AND_LOOP), CHAIN_INPUT)], None)
     assert code == 0
@@ -107,7 +110,6 @@ def test_without_a_crash_point_the_subprocess_completes_the_run(api):
     assert recover_runs() == []
 
 
-@SQLITE
 @pytest.mark.parametrize("crash_at", ["node_started:b", "before_step_commit:b", "after_step_commit:b",
                                       "after_step_commit:double", "before_step_commit:each",
                                       "after_step_commit:after"])
@@ -133,7 +135,6 @@ def test_a_run_killed_mid_way_resumes_from_its_persisted_frontier(api, crash_at)
     assert recover_runs() == []
 
 
-@SQLITE
 def test_a_paused_run_survives_a_crash_untouched_and_completes_afterwards(api):
     me = api.client.get("/api/me", headers=api.auth).json()["id"]
     approval = create(api, approval_graph({"user": me}))
@@ -168,7 +169,6 @@ FLAKY_AI = {
 }
 
 
-@SQLITE
 def test_retry_from_the_failed_node_reuses_completed_outputs(api, ai_server):
     ai_server.fail(500, times=50)
     created = api.client.post(f"{api.base()}/workflows/{create(api, FLAKY_AI)}/runs", json={"input": {"n": 3}},
@@ -193,3 +193,25 @@ def test_retry_from_the_failed_node_reuses_completed_outputs(api, ai_server):
     assert again.status_code == 409, again.text
     missing = api.client.post(f"{api.base()}/runs/no-such-run/retry", headers=api.auth)
     assert missing.status_code == 404
+
+
+def test_a_retry_interrupted_by_a_crash_goes_on_with_the_next_attempt(api, ai_server):
+    ai_server.fail(500, times=50)
+    graph = {**FLAKY_AI, "nodes": [node if node["id"] != "p" else
+                                   {**node, "retry": {"maxAttempts": 3, "delaySeconds": 0.1}}
+                                   for node in FLAKY_AI["nodes"]]}
+    code, (run_id,) = run_in_subprocess([(create(api, graph), {"n": 4})], "retry_wait:p")
+    assert code == -signal.SIGKILL
+    before = get_run(api, run_id)
+    assert [(s["nodeId"], s["attempt"], s["status"]) for s in before["steps"] if s["nodeId"] == "p"] == [
+        ("p", 1, "failed")]
+
+    ai_server.clear()
+    ai_server.reply("recovered")
+    assert recover_runs() == [run_id]
+
+    after = get_run(api, run_id)
+    assert after["status"] == "completed", after
+    assert [(s["attempt"], s["status"]) for s in after["steps"] if s["nodeId"] == "p"] == [
+        (1, "failed"), (2, "completed")]
+    assert after["output"] == {"z": {"result": "said: recovered", "missing": []}}

@@ -11,12 +11,11 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from backend.db.models import FeatureInstance, HumanTask, RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion
-from backend.engine import executor, recovery
+from backend.db.models import FeatureInstance, RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion
+from backend.engine import executor, recovery, worker
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.rbac.access import AccessContext
 from backend.rbac.rights import Level
-from backend.statemachines import human_task as task_lifecycle
 from backend.statemachines import workflow_run as run_lifecycle
 from backend.workflows import service
 
@@ -118,11 +117,11 @@ class GraphicalEditorInterface:
 
     def start_run(self, workflow: Workflow, input: Any = None, version: str | None = None,  # noqa: A002
                   mode: str = "full") -> WorkflowRun:
-        """Start a run of the draft (default when there is one) or the published version and
-        execute it to its next resting state (completed, failed, cancelled or paused).
+        """Start a run of the draft (default when there is one) or the published version.
 
-        Runs execute synchronously inside the caller's transaction, committing after every
-        step; the answer is therefore the run's state after it finished or paused.
+        The run executes on a run thread (backend/engine/worker.py); the answer is its state
+        once it came to rest (completed, failed, cancelled or paused), or `running` when that
+        took longer than POWERON_RUN_WAIT_SECONDS.
         """
         self.require_resource("execute")
         self._require("workflow_run", "create")
@@ -135,7 +134,13 @@ class GraphicalEditorInterface:
             raise Conflict(f"workflow '{workflow.name}' has no {version or 'draft or published'} version to run")
         run = executor.start_run(self.session, self.user, workflow, chosen, input, mode)
         self.session.commit()
-        return executor.execute_run(run.id, self.session)
+        return self._executed(run)
+
+    def _executed(self, run: WorkflowRun) -> WorkflowRun:
+        """`run` (committed) executed on a run thread, as it stands after the wait."""
+        worker.execute_and_wait(run.id)
+        self.session.refresh(run)
+        return run
 
     def list_runs(self, workflow_id: str | None = None, status: str | None = None) -> list[WorkflowRun]:
         level = self._level("workflow_run", "read")
@@ -172,16 +177,14 @@ class GraphicalEditorInterface:
         Its pending human tasks are cancelled with it, so nobody is asked to decide for a dead run.
         """
         self.require_resource("execute")
-        run_lifecycle.cancel(self.session, run, f"cancelled by {self.user.username}")
-        pending = select(HumanTask).where(HumanTask.run_id == run.id, HumanTask.status == task_lifecycle.PENDING)
-        for task in self.session.exec(pending).all():
-            task_lifecycle.cancel(self.session, task, self.user.id)
+        run_lifecycle.cancel(self.session, run, f"cancelled by {self.user.username}", by=self.user.id)
         return run
 
     def continue_run(self, run: WorkflowRun) -> WorkflowRun:
         """Step-by-step mode: run the next node of a run paused by the step debugger."""
         self.require_resource("execute")
-        return executor.continue_run(self.session, run)
+        executor.continue_run(self.session, run)
+        return self._executed(run)
 
     def retry_run(self, run: WorkflowRun) -> WorkflowRun:
         """Retry a failed run from its failed node: a new run that reuses the completed outputs
@@ -190,7 +193,7 @@ class GraphicalEditorInterface:
         self._require("workflow_run", "create")
         retry = recovery.retry_failed_run(self.session, self.user, run)
         self.session.commit()
-        return executor.execute_run(retry.id, self.session)
+        return self._executed(retry)
 
 
 def get_interface(
