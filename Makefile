@@ -66,7 +66,7 @@ test: setup-test
 lint: $(STAMPS)/venv-dev
 	$(VENV)/bin/ruff check backend state components poweron_app tests
 
-bench: setup
+bench: setup $(STAMPS)/venv-dev
 	@for script in bench/*.py; do [ -e "$$script" ] || continue; echo "== $$script"; $(PY) "$$script"; done
 
 clean:

@@ -47,6 +47,9 @@ class Action:
         capabilities: read, write, externalSend, codeExec.
         connection_type: the kind of connection it needs (e.g. "outlook"), if any.
         cost_chf: typical cost of one call, if known.
+        instance_table: a DATA table the calling feature instance must have for the action to
+            work there (e.g. "file": the instance's file store); agents are offered it only in
+            instances of features that have it.
     """
 
     id: str
@@ -61,6 +64,7 @@ class Action:
     capabilities: frozenset[str] = frozenset({"read"})
     connection_type: str | None = None
     cost_chf: float | None = None
+    instance_table: str | None = None
 
     @property
     def resource_item(self) -> str:
@@ -127,6 +131,7 @@ def action(
     capabilities: tuple[str, ...] = ("read",),
     connection_type: str | None = None,
     cost_chf: float | None = None,
+    instance_table: str | None = None,
 ) -> Callable[[Callable], Callable]:
     """Declare a function `fn(params, context)` as an action of the library."""
     unknown = set(capabilities) - CAPABILITIES
@@ -139,6 +144,7 @@ def action(
             id=id, toolbox=toolbox, label=label, description=description, params_model=params,
             output_model=output, fn=fn, agent_tool=agent_tool, graph_node=graph_node,
             capabilities=frozenset(capabilities), connection_type=connection_type, cost_chf=cost_chf,
+            instance_table=instance_table,
         ))
         return fn
 

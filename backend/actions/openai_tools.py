@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from typing import Any
@@ -76,7 +77,13 @@ def strict_parameters(action: Action) -> dict[str, Any]:
 
 
 def to_tool_definition(action: Action) -> dict[str, Any]:
-    """The Chat Completions `tools` entry of an action."""
+    """The Chat Completions `tools` entry of an action (a fresh copy; building it is cached)."""
+    return copy.deepcopy(_tool_definition(action))
+
+
+@functools.cache
+def _tool_definition(action: Action) -> dict[str, Any]:
+    # Actions are immutable and their schemas fixed; an agent asks for the same ones every round.
     return {
         "type": "function",
         "function": {

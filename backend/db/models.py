@@ -456,3 +456,73 @@ class StoredFileData(SQLModel, table=True):
     file_id: str = Field(foreign_key="stored_file.id", primary_key=True, max_length=32, ondelete="CASCADE")
     content: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     text_content: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+# --- AI agent (issue 6) ----------------------------------------------------------------------
+
+
+class AgentChat(SQLModel, table=True):
+    """A conversation with the agent of one feature instance; its runs are its turns."""
+
+    __tablename__ = "agent_chat"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+    feature_instance_id: str = Field(foreign_key="feature_instance.id", index=True, max_length=32)
+    title: str = Field(default="", max_length=200)
+    sys_created_by: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    sys_created_at: datetime = Field(default_factory=utcnow)
+    sys_modified_at: datetime = Field(default_factory=utcnow)
+
+
+class AgentRun(SQLModel, table=True):
+    """One agent run (a user prompt answered in rounds of model calls and tool calls), or a
+    sub-agent run (parent_run_id set). status follows the agent run state machine (DESIGN §5)."""
+
+    __tablename__ = "agent_run"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    chat_id: str | None = Field(default=None, foreign_key="agent_chat.id", index=True, max_length=32)
+    parent_run_id: str | None = Field(default=None, foreign_key="agent_run.id", index=True, max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+    feature_instance_id: str = Field(foreign_key="feature_instance.id", index=True, max_length=32)
+    profile: str = Field(max_length=64)
+    prompt: str = Field(sa_column=Column(Text, nullable=False))
+    status: str = Field(default="idle", max_length=32, index=True)
+    answer: str | None = Field(default=None, sa_column=Column(Text))
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    config: Any = _json_column()
+    toolboxes: Any = _json_column()
+    rounds: int = 0
+    tool_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_chf: float | None = None
+    sys_created_by: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    lock_version: int = 1
+
+
+class AgentStep(SQLModel, table=True):
+    """One entry of an agent run's trace: a model round (tools offered, tokens, cost), a tool
+    call (arguments, result), a toolbox escalation, a sub-agent call, a guard intervention."""
+
+    __tablename__ = "agent_step"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    run_id: str = Field(foreign_key="agent_run.id", index=True, max_length=32)
+    seq: int
+    round: int
+    kind: str = Field(max_length=32)
+    name: str | None = Field(default=None, max_length=200)
+    call_id: str | None = Field(default=None, max_length=200)
+    arguments: Any = _json_column()
+    result: str | None = Field(default=None, sa_column=Column(Text))
+    ok: bool | None = None
+    detail: Any = _json_column()
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_chf: float | None = None
+    duration_ms: int | None = None
+    created_at: datetime = Field(default_factory=utcnow)

@@ -30,7 +30,7 @@ from sqlmodel import SQLModel, select
 
 from backend.auth import create_api_token, issue_token
 from backend.db import get_engine, session_scope
-from backend.db.models import FeatureInstance, HumanTask, Role, User, WorkflowRun
+from backend.db.models import AgentChat, AgentRun, FeatureInstance, HumanTask, Role, User, WorkflowRun
 from backend.features.registry import get_features
 from backend.files import service as files
 from backend.tenancy import create_feature_instance, create_mandate, grant_instance_roles, grant_mandate_roles
@@ -66,6 +66,8 @@ class Tenant:
     task_id: str
     token_id: str
     file_id: str
+    chat_id: str
+    agent_run_id: str
     role_ids: list[str] = field(default_factory=list)
 
     def instance_for(self, path: str) -> str:
@@ -76,7 +78,7 @@ class Tenant:
     def all_ids(self) -> set[str]:
         return {self.mandate_id, self.admin_id, self.viewer_id, *self.instances.values(), self.workflow_id,
                 self.archived_version_id, self.published_version_id, self.run_id, self.task_id, self.token_id,
-                self.file_id, *self.role_ids}
+                self.file_id, self.chat_id, self.agent_run_id, *self.role_ids}
 
 
 # Parameter name (path, query or body property ending in "Id") → the tenant's object for a route.
@@ -91,6 +93,8 @@ PATH_IDS: dict[str, Callable[[Tenant, str], str]] = {
     "taskId": lambda t, path: t.task_id,
     "tokenId": lambda t, path: t.token_id,
     "fileId": lambda t, path: t.file_id,
+    "chatId": lambda t, path: t.chat_id,
+    "agentRunId": lambda t, path: t.agent_run_id,
 }
 # Values for body properties that must look right for the route to reach its checks.
 EXAMPLES: dict[str, Any] = {
@@ -137,6 +141,14 @@ def build_tenant(name: str) -> Tenant:
         workspace = instances[WORKSPACE]
         stored = files.write_text(files.FileScope(session, admin, mandate.id, workspace.id),
                                   f"/notes/{name}.txt", f"Notes of tenant {name}")
+        chat = AgentChat(mandate_id=mandate.id, feature_instance_id=workspace.id, title=f"Chat of {name}",
+                         sys_created_by=admin.id)
+        session.add(chat)
+        session.flush()
+        agent_run = AgentRun(chat_id=chat.id, mandate_id=mandate.id, feature_instance_id=workspace.id,
+                             profile="workspace", prompt=f"Question of {name}", status="completed",
+                             answer=f"Answer of {name}", sys_created_by=admin.id)
+        session.add(agent_run)
         admin_token = issue_token(session, admin).token
         viewer_token = issue_token(session, viewer).token
         session.flush()
@@ -146,7 +158,8 @@ def build_tenant(name: str) -> Tenant:
             admin={"Authorization": f"Bearer {admin_token}"}, viewer={"Authorization": f"Bearer {viewer_token}"},
             instances={code: i.id for code, i in instances.items()}, workflow_id=workflow.id,
             archived_version_id=archived.id, published_version_id=published.id, run_id=run.id, task_id=task.id,
-            token_id=token_row.id, file_id=stored.id, role_ids=list(roles),
+            token_id=token_row.id, file_id=stored.id, chat_id=chat.id, agent_run_id=agent_run.id,
+            role_ids=list(roles),
         )
 
 

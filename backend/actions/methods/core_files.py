@@ -72,7 +72,7 @@ class ReadFileOutput(_Output):
     next_offset: int | None = Field(None, description="Offset to continue reading from when truncated")
 
 
-@action("core.readFile", toolbox="core", label="Read file",
+@action("core.readFile", toolbox="core", instance_table="file", label="Read file",
         description="Read the text of a file in the workspace's file store (text, PDF and DOCX files; "
                     "binary files are refused). Long files are returned in parts: use offset to continue.",
         params=ReadFileParams, output=ReadFileOutput, capabilities=("read",))
@@ -93,7 +93,7 @@ class ListFilesOutput(_Output):
     files: list[FileInfo]
 
 
-@action("core.listFiles", toolbox="core", label="List files",
+@action("core.listFiles", toolbox="core", instance_table="file", label="List files",
         description="List the files in a folder of the workspace's file store (optionally with all subfolders).",
         params=ListFilesParams, output=ListFilesOutput, capabilities=("read",))
 def list_files(params: ListFilesParams, context: ActionContext) -> ListFilesOutput:
@@ -123,7 +123,7 @@ class SearchOutput(_Output):
     hits: list[SearchHitInfo]
 
 
-@action("core.searchInFileContent", toolbox="core", label="Search in files",
+@action("core.searchInFileContent", toolbox="core", instance_table="file", label="Search in files",
         description="Full-text search over the content of the text, PDF and DOCX files in the workspace's file "
                     "store; returns matching files with their folder and a snippet, best first.",
         params=SearchParams, output=SearchOutput, capabilities=("read",))
@@ -144,7 +144,7 @@ class ListFoldersOutput(_Output):
     folders: list[FolderInfo]
 
 
-@action("core.listFolders", toolbox="core", label="List folders",
+@action("core.listFolders", toolbox="core", instance_table="file", label="List folders",
         description="List the folders inside a folder of the workspace's file store.",
         params=ListFoldersParams, output=ListFoldersOutput, capabilities=("read",))
 def list_folders(params: ListFoldersParams, context: ActionContext) -> ListFoldersOutput:
@@ -163,7 +163,7 @@ class WriteFileParams(ActionParams):
     create_folders: bool = Field(True, description="Create missing folders on the path (default true)")
 
 
-@action("core.writeFile", toolbox="core", label="Write file",
+@action("core.writeFile", toolbox="core", instance_table="file", label="Write file",
         description="Create a text file in the workspace's file store, or replace the text of an existing one.",
         params=WriteFileParams, output=FileInfo, capabilities=("write",))
 def write_file(params: WriteFileParams, context: ActionContext) -> FileInfo:
@@ -179,7 +179,7 @@ class DeletedFile(_Output):
     deleted: str
 
 
-@action("core.deleteFile", toolbox="core", label="Delete file",
+@action("core.deleteFile", toolbox="core", instance_table="file", label="Delete file",
         description="Delete a file from the workspace's file store.",
         params=PathParams, output=DeletedFile, capabilities=("write",))
 def delete_file(params: PathParams, context: ActionContext) -> DeletedFile:
@@ -191,7 +191,7 @@ class RenameFileParams(ActionParams):
     new_name: str = Field(description="The new file name (no folder part), e.g. summary-final.md")
 
 
-@action("core.renameFile", toolbox="core", label="Rename file",
+@action("core.renameFile", toolbox="core", instance_table="file", label="Rename file",
         description="Rename a file within its folder in the workspace's file store.",
         params=RenameFileParams, output=FileInfo, capabilities=("write",))
 def rename_file(params: RenameFileParams, context: ActionContext) -> FileInfo:
@@ -204,7 +204,7 @@ class CopyFileParams(ActionParams):
     overwrite: bool = Field(False, description="Replace a file at the target (default false)")
 
 
-@action("core.copyFile", toolbox="core", label="Copy file",
+@action("core.copyFile", toolbox="core", instance_table="file", label="Copy file",
         description="Copy a file to another path or folder of the workspace's file store.",
         params=CopyFileParams, output=FileInfo, capabilities=("write",))
 def copy_file(params: CopyFileParams, context: ActionContext) -> FileInfo:
@@ -215,7 +215,7 @@ class FolderPathParams(ActionParams):
     path: str = Field(description="Folder path, e.g. /reports/2024")
 
 
-@action("core.createFolder", toolbox="core", label="Create folder",
+@action("core.createFolder", toolbox="core", instance_table="file", label="Create folder",
         description="Create a folder (and any missing parent folders) in the workspace's file store.",
         params=FolderPathParams, output=FolderInfo, capabilities=("write",))
 def create_folder(params: FolderPathParams, context: ActionContext) -> FolderInfo:
@@ -234,7 +234,7 @@ class DeletedFolderOutput(_Output):
     folders: int = Field(description="Folders deleted, itself included")
 
 
-@action("core.deleteFolder", toolbox="core", label="Delete folder",
+@action("core.deleteFolder", toolbox="core", instance_table="file", label="Delete folder",
         description="Delete a folder of the workspace's file store; a folder with contents only with recursive.",
         params=DeleteFolderParams, output=DeletedFolderOutput, capabilities=("write",))
 def delete_folder(params: DeleteFolderParams, context: ActionContext) -> DeletedFolderOutput:

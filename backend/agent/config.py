@@ -1,0 +1,86 @@
+"""Agent configuration (spec §5.3) and the hard limits of seed 004 ("Agentische Grenzen").
+
+An :class:`AgentConfig` may lower the limits, never raise them: the hard ones below hold for
+every run, whatever a profile or a caller asks for.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+# Seed 004: at most 48 rounds, 40 executed tool calls, 12 calls of one tool name; the third
+# identical call is suppressed; 12,000 characters per tool result, 64,000 over the history.
+ROUND_LIMIT = 48
+CALL_LIMIT = 40
+PER_TOOL_LIMIT = 12
+IDENTICAL_CALLS_ALLOWED = 2
+RESULT_LIMIT = 12_000
+HISTORY_RESULTS_LIMIT = 64_000
+
+REQUEST_TOOLBOX = "requestToolbox"
+QUERY_FEATURE_INSTANCE = "queryFeatureInstance"
+FEATURE_DATA_TOOLBOX = "featureData"
+
+
+class AgentConfig(BaseModel):
+    """How one agent may work (spec §5.3); camelCase in JSON as the spec writes it.
+
+    Attributes:
+        max_rounds: Model calls with tools at most (capped at ROUND_LIMIT).
+        max_cost_chf: Cost of the run's model calls at most, or None for no cost budget.
+        initial_toolboxes: Toolboxes whose tools are offered from the first round.
+        available_toolboxes: Toolboxes the agent may request with requestToolbox (further
+            filtered per user: RBAC and active connections).
+        temperature: Sampling temperature, or None for the provider's default.
+        tool_budgets: Optional calls-per-tool-name budgets below PER_TOOL_LIMIT, by tool name
+            (e.g. seed 004's marketplace rule: {"core_webSearch": 3, "core_readUrl": 5}).
+        sub_agents: Whether queryFeatureInstance is offered (never to a sub-agent).
+        model: The model to ask, or None for the provider's default.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    max_rounds: int = Field(25, ge=1, le=ROUND_LIMIT)
+    max_cost_chf: float | None = Field(None, gt=0)
+    initial_toolboxes: list[str] = Field(default_factory=lambda: ["core"])
+    available_toolboxes: list[str] = Field(default_factory=list)
+    temperature: float | None = Field(None, ge=0, le=2)
+    tool_budgets: dict[str, int] = Field(default_factory=dict)
+    sub_agents: bool = False
+    model: str | None = None
+
+    @field_validator("tool_budgets")
+    @classmethod
+    def _budgets_positive(cls, budgets: dict[str, int]) -> dict[str, int]:
+        for name, budget in budgets.items():
+            if budget < 1:
+                raise ValueError(f"toolBudgets.{name} must be at least 1, not {budget}")
+        return budgets
+
+    def calls_allowed(self, tool: str) -> int:
+        """How often one tool name may be executed in a run."""
+        return min(PER_TOOL_LIMIT, self.tool_budgets.get(tool, PER_TOOL_LIMIT))
+
+
+# Spec §5.3, per feature. The Workspace's requestable list is filtered per user (RBAC and
+# connections) by backend.agent.toolset.
+PROFILES: dict[str, AgentConfig] = {
+    "workspace": AgentConfig(initial_toolboxes=["core"],
+                             available_toolboxes=["ai", "datasources", "email", "sharepoint", "clickup", "jira",
+                                                  "workflow"],
+                             sub_agents=True),
+    "graphicalEditor": AgentConfig(initial_toolboxes=["core", "workflow"], available_toolboxes=["ai"]),
+    "commcoach": AgentConfig(initial_toolboxes=["core"], available_toolboxes=[]),
+    "chatbot": AgentConfig(initial_toolboxes=["core"], available_toolboxes=[]),
+    # Spec §5.4: a Feature Data Agent reads one instance's tables; it cannot call a sub-agent.
+    "featureData": AgentConfig(max_rounds=5, max_cost_chf=0.10, initial_toolboxes=[FEATURE_DATA_TOOLBOX],
+                               available_toolboxes=[], sub_agents=False),
+}
+
+
+def profile(name: str) -> AgentConfig:
+    """A copy of the named profile's configuration."""
+    if name not in PROFILES:
+        raise KeyError(f"unknown agent profile '{name}' (known: {', '.join(PROFILES)})")
+    return PROFILES[name].model_copy(deep=True)

@@ -1,0 +1,266 @@
+"""The agent against a scripted OpenAI-compatible server (issue 6, items 2–4, 7, 8).
+
+Everything goes through real HTTP: the Workspace's SSE endpoint, the real `openai` client of
+the gateway, the scripted server on 127.0.0.1 that plays the model's turns and records what the
+agent sent. Tests assert on what a user sees (events, answers, the persisted trace) and on what
+the model was offered (tools per round, the requestToolbox enum, cut results, the tool-free
+final call).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from sqlmodel import select
+
+from backend.agent.config import AgentConfig
+from backend.agent.runner import AgentRunner
+from backend.db import session_scope
+from backend.db.models import FeatureInstance, User
+
+pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+
+def workspace_id(api) -> str:
+    me = api.client.get("/api/me", headers=api.auth).json()
+    return next(i["id"] for i in me["instances"] if i["featureCode"] == "workspace")
+
+
+def stream(api, prompt: str, chat_id: str | None = None, instance_id: str | None = None,
+           headers: dict[str, str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """POST the prompt to the agent endpoint; the server-sent events as (type, data)."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    url = f"/api/workspace/{instance_id or workspace_id(api)}/agent"
+    body = {"prompt": prompt, **({"chatId": chat_id} if chat_id else {})}
+    with api.client.stream("POST", url, json=body, headers=headers or api.auth) as response:
+        assert response.status_code == 200, response.read()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        kind = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                kind = line[len("event: "):]
+            elif line.startswith("data: "):
+                events.append((kind, json.loads(line[len("data: "):])))
+    return events
+
+
+def of(events, kind: str) -> list[dict[str, Any]]:
+    return [data for k, data in events if k == kind]
+
+
+def tool_names(request) -> list[str]:
+    return [t["function"]["name"] for t in request.json.get("tools") or []]
+
+
+def request_toolbox_enum(request) -> list[str] | None:
+    for tool in request.json.get("tools") or []:
+        if tool["function"]["name"] == "requestToolbox":
+            return tool["function"]["parameters"]["properties"]["toolboxId"]["enum"]
+    return None
+
+
+def tool_results(request) -> dict[str, str]:
+    """The tool messages of a request, by tool_call_id."""
+    return {m["tool_call_id"]: m["content"] for m in request.messages if m.get("role") == "tool"}
+
+
+def call(name: str, arguments: dict[str, Any] | str, call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "name": name, "arguments": arguments}
+
+
+def test_the_agent_requests_a_toolbox_uses_it_and_answers(api, ai_server):
+    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "ai", "reason": "hide personal data"},
+                                           "c1")])
+    ai_server.reply(None, tool_calls=[call("ai_neutralizeData",
+                                           {"text": "Write to anna.muster@example.com", "names": None, "kinds": None}, "c2")])
+    ai_server.reply("Done: the address is now a placeholder.")
+
+    events = stream(api, "Neutralise: Write to anna.muster@example.com")
+
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "run.started" and kinds[-1] == "final"
+    escalated = of(events, "toolbox.escalated")
+    assert [e["toolboxId"] for e in escalated] == ["ai"] and escalated[0]["reason"] == "hide personal data"
+    finished = of(events, "tool.finished")
+    assert [(f["name"], f["ok"]) for f in finished] == [("ai_neutralizeData", True)]
+    assert json.loads(finished[0]["result"])["text"] == "Write to [EMAIL_1]"
+    assert of(events, "final")[0]["text"] == "Done: the address is now a placeholder."
+    assert "".join(d["text"] for d in of(events, "text.delta")) == "Done: the address is now a placeholder."
+
+    first, second, third = ai_server.chat_requests
+    assert "requestToolbox" in tool_names(first) and "core_readFile" in tool_names(first)
+    assert not any(name.startswith("ai_") for name in tool_names(first))
+    assert "ai" in request_toolbox_enum(first)
+    assert "Toolboxes you can request with requestToolbox" in first.system_text
+    assert "- ai: " in first.system_text
+    assert "ai_neutralizeData" in tool_names(second)  # offered from the next round on
+    assert "ai" not in (request_toolbox_enum(second) or [])
+    assert json.loads(tool_results(second)["c1"])["activated"] == "ai"
+    assert json.loads(tool_results(third)["c2"])["text"] == "Write to [EMAIL_1]"
+
+    run_id = events[0][1]["runId"]
+    run = api.client.get(f"/api/workspace/{workspace_id(api)}/agent/runs/{run_id}", headers=api.auth).json()
+    assert run["status"] == "completed" and run["answer"] == "Done: the address is now a placeholder."
+    assert run["toolboxes"] == ["core", "ai"] and run["rounds"] == 3 and run["toolCalls"] == 2
+    kinds = [(s["kind"], s["name"]) for s in run["steps"]]
+    assert ("escalation", "ai") in kinds and ("tool_call", "ai_neutralizeData") in kinds and kinds[-1][0] == "final"
+    escalation = next(s for s in run["steps"] if s["kind"] == "escalation")
+    assert escalation["detail"]["reason"] == "hide personal data"
+    rounds = [s for s in run["steps"] if s["kind"] == "round"]
+    assert "requestToolbox" in rounds[0]["detail"]["toolsOffered"]
+    assert "ai_neutralizeData" in rounds[1]["detail"]["toolsOffered"]
+
+
+def test_a_request_outside_the_available_toolboxes_is_explained_and_the_run_goes_on(api, ai_server):
+    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "trustee", "reason": "books"}, "c1"),
+                                      call("core_detectLanguage", {"text": "Guten Morgen zusammen"}, "c2")])
+    ai_server.reply("I cannot reach the books, but the text is German.")
+    events = stream(api, "What language, and check the books")
+    assert of(events, "toolbox.refused")[0]["toolboxId"] == "trustee"
+    assert [f["name"] for f in of(events, "tool.finished")] == ["core_detectLanguage"]
+    results = tool_results(ai_server.chat_requests[1])
+    assert "not available to this agent" in json.loads(results["c1"])["error"]
+    assert results["c2"] and "error" not in json.loads(results["c2"])
+    assert of(events, "final")[0]["text"].startswith("I cannot reach the books")
+
+
+def test_the_third_identical_call_is_suppressed_while_the_rest_of_the_batch_runs(api, ai_server):
+    same = {"text": "Bonjour tout le monde"}
+    ai_server.reply(None, tool_calls=[call("core_detectLanguage", same, "a1"), call("core_detectLanguage", same, "a2")])
+    ai_server.reply(None, tool_calls=[call("core_detectLanguage", same, "a3"),
+                                      call("core_detectLanguage", {"text": "Buongiorno a tutti"}, "a4")])
+    ai_server.reply("French and Italian.")
+    events = stream(api, "Languages?")
+    assert [f["callId"] for f in of(events, "tool.finished")] == ["a1", "a2", "a4"]
+    guard = of(events, "guard")
+    assert [(g["kind"], g["callId"]) for g in guard] == [("suppressed", "a3")]
+    results = tool_results(ai_server.chat_requests[2])
+    assert "already called 2 times" in json.loads(results["a3"])["error"]
+    assert "error" not in json.loads(results["a4"])
+    assert of(events, "final")[0]["text"] == "French and Italian."
+
+
+def test_malformed_arguments_and_unknown_tools_become_tool_results(api, ai_server):
+    ai_server.reply(None, tool_calls=[call("core_detectLanguage", '{"text": "unterminated', "m1"),
+                                      call("core_teleport", {"where": "moon"}, "m2"),
+                                      call("ai_generateImage", {"prompt": "a cat", "size": None}, "m3")])
+    ai_server.reply("Sorry, that did not work.")
+    events = stream(api, "Break things")
+    results = tool_results(ai_server.chat_requests[1])
+    assert "not valid JSON" in json.loads(results["m1"])["error"]
+    assert json.loads(results["m2"])["error"] == "unknown tool 'core_teleport'"
+    assert "request the toolbox 'ai' first" in json.loads(results["m3"])["error"]
+    assert of(events, "final")[0]["text"] == "Sorry, that did not work."
+
+
+def run_directly(api, prompt: str, config: AgentConfig) -> tuple[AgentRunner, list[tuple[str, dict[str, Any]]]]:
+    """The runner itself, for configurations no profile has (the API uses the feature profiles)."""
+    with session_scope() as session:
+        admin = session.exec(select(User).where(User.username == "admin")).one()
+        instance = session.get(FeatureInstance, workspace_id(api))
+        runner = AgentRunner(session, admin, instance, prompt, profile_name="workspace", config=config)
+        events = [(e.type, e.data) for e in runner.events()]
+    return runner, events
+
+
+def test_when_the_rounds_are_spent_a_final_answer_without_tools_is_forced(api, ai_server):
+    for n in range(2):
+        ai_server.reply(None, tool_calls=[call("core_detectLanguage", {"text": f"Hola amigos {n}"}, f"r{n}")])
+    ai_server.reply("Spanish, as far as I got.")
+    runner, events = run_directly(api, "Keep checking", AgentConfig(max_rounds=2))
+    assert runner.run.status == "completed" and runner.run.answer == "Spanish, as far as I got."
+    guard = of(events, "guard")
+    assert guard[-1]["kind"] == "budget" and "round budget is spent (2 of 2" in guard[-1]["message"]
+    last = ai_server.chat_requests[-1]
+    assert "tools" not in last.json and len(ai_server.chat_requests) == 3
+    assert "cannot use tools any more" in last.messages[-1]["content"]
+    assert of(events, "final")[0]["text"] == "Spanish, as far as I got."
+
+
+def test_per_tool_budgets_and_the_forty_call_limit(api, ai_server):
+    texts = [f"Hello number {n} my friend" for n in range(45)]
+    ai_server.reply(None, tool_calls=[call("core_detectLanguage", {"text": t}, f"d{n}") for n, t in enumerate(texts[:4])])
+    ai_server.reply("Three were enough.")
+    _, events = run_directly(api, "Detect", AgentConfig(tool_budgets={"core_detectLanguage": 3}))
+    assert [g["callId"] for g in of(events, "guard")] == ["d3"]
+    assert "at most 3 times" in of(events, "guard")[0]["message"]
+
+    ai_server.clear()
+    batch = [call("core_detectLanguage", {"text": t}, f"x{n}") for n, t in enumerate(texts[:13])]
+    batch += [call("core_listFiles", {"folder": f"/f{n}", "recursive": None}, f"l{n}") for n in range(13)]
+    batch += [call("core_listFolders", {"path": f"/p{n}", "recursive": None}, f"p{n}") for n in range(13)]
+    batch += [call("core_readFile", {"path": f"/none{n}.txt", "offset": None, "maxChars": None}, f"t{n}")
+              for n in range(5)]
+    ai_server.reply(None, tool_calls=batch)
+    ai_server.reply("That was a lot.")
+    runner, events = run_directly(api, "Everything", AgentConfig())
+    assert runner.run.tool_calls == 40
+    suppressed = [g for g in of(events, "guard") if g["kind"] == "suppressed"]
+    assert {g["callId"] for g in suppressed} >= {"x12", "l12", "p12"}  # 12 per tool name
+    assert any("budget of 40 tool calls is spent" in g["message"] for g in suppressed)
+    assert of(events, "guard")[-1]["kind"] == "budget"
+    assert "tools" not in ai_server.chat_requests[-1].json  # forced final answer
+    assert runner.run.answer == "That was a lot."
+
+
+def test_tool_results_are_cut_and_the_history_is_kept_under_64000_characters(api, ai_server):
+    big = "word " * 6_000  # 30,000 characters
+    ai_server.reply(None, tool_calls=[call("core_writeFile", {"path": f"/big{n}.txt", "content": big,
+                                                                "overwrite": None, "createFolders": None}, f"w{n}") for n in range(6)])
+    ai_server.reply(None, tool_calls=[call("core_readFile", {"path": f"/big{n}.txt", "offset": None,
+                                                               "maxChars": 100_000}, f"r{n}")
+                                      for n in range(6)])
+    ai_server.reply("Read them all.")
+    events = stream(api, "Write and read six big files")
+    assert of(events, "final")[0]["text"] == "Read them all."
+    last = ai_server.chat_requests[-1]
+    results = [m["content"] for m in last.messages if m.get("role") == "tool"]
+    assert all(len(r) <= 12_000 for r in results)
+    assert sum(len(r) for r in results) <= 64_000
+    reads = [tool_results(last)[f"r{n}"] for n in range(6)]
+    assert "result cut" in reads[-1]  # each result is cut to 12,000 characters
+    assert "older result shortened" in tool_results(last)["w0"] or "older result shortened" in reads[0]
+    assert any(g["kind"] == "history" for g in of(events, "guard"))
+
+
+def test_a_provider_failure_ends_the_run_failed_with_the_reason(api, ai_server):
+    ai_server.fail(500, "model overloaded", times=10)
+    events = stream(api, "Hello?")
+    error = of(events, "error")[0]["message"]
+    assert "500" in error or "overloaded" in error
+    run_id = events[0][1]["runId"]
+    run = api.client.get(f"/api/workspace/{workspace_id(api)}/agent/runs/{run_id}", headers=api.auth).json()
+    assert run["status"] == "failed" and run["error"] == error
+
+
+def test_a_chat_continues_with_its_history_and_runs_are_listed(api, ai_server):
+    ai_server.reply("Nice to meet you, Anna.")
+    first = stream(api, "My name is Anna.")
+    chat_id = first[0][1]["chatId"]
+    ai_server.reply("You are Anna.")
+    second = stream(api, "What is my name?", chat_id=chat_id)
+    assert second[0][1]["chatId"] == chat_id
+    sent = ai_server.chat_requests[-1].messages
+    assert [m["content"] for m in sent if m["role"] in ("user", "assistant")] == [
+        "My name is Anna.", "Nice to meet you, Anna.", "What is my name?"]
+    base = f"/api/workspace/{workspace_id(api)}/agent"
+    listed = api.client.get(f"{base}/runs", params={"chatId": chat_id}, headers=api.auth).json()
+    assert [r["prompt"] for r in listed] == ["What is my name?", "My name is Anna."]
+    chats = api.client.get(f"{base}/chats", headers=api.auth).json()
+    assert chats[0]["id"] == chat_id and chats[0]["title"] == "My name is Anna."
+    assert api.client.get(f"{base}/runs/nope", headers=api.auth).status_code == 404
+    done = api.client.post(f"{base}/runs/{first[0][1]['runId']}/cancel", headers=api.auth)
+    assert done.status_code == 409  # a completed run cannot be cancelled
+
+
+def test_bad_requests_are_refused_with_the_field_named(api, ai_server):
+    base = f"/api/workspace/{workspace_id(api)}/agent"
+    empty = api.client.post(base, json={"prompt": "  "}, headers=api.auth)
+    assert empty.status_code == 422 and "prompt" in empty.text
+    unknown_chat = api.client.post(base, json={"prompt": "hi", "chatId": "nope"}, headers=api.auth)
+    assert unknown_chat.status_code == 404
+    foreign = api.client.post("/api/workspace/not-an-instance/agent", json={"prompt": "hi"}, headers=api.auth)
+    assert foreign.status_code == 404
+    assert ai_server.chat_requests == []
