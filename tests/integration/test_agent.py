@@ -10,6 +10,8 @@ final call).
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -73,8 +75,8 @@ def call(name: str, arguments: dict[str, Any] | str, call_id: str) -> dict[str, 
 def test_the_agent_requests_a_toolbox_uses_it_and_answers(api, ai_server):
     ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "ai", "reason": "hide personal data"},
                                            "c1")])
-    ai_server.reply(None, tool_calls=[call("ai_neutralizeData",
-                                           {"text": "Write to anna.muster@example.com", "names": None, "kinds": None}, "c2")])
+    neutralize = {"text": "Write to anna.muster@example.com", "names": None, "kinds": None}
+    ai_server.reply(None, tool_calls=[call("ai_neutralizeData", neutralize, "c2")])
     ai_server.reply("Done: the address is now a placeholder.")
 
     events = stream(api, "Neutralise: Write to anna.muster@example.com")
@@ -181,7 +183,8 @@ def test_when_the_rounds_are_spent_a_final_answer_without_tools_is_forced(api, a
 
 def test_per_tool_budgets_and_the_forty_call_limit(api, ai_server):
     texts = [f"Hello number {n} my friend" for n in range(45)]
-    ai_server.reply(None, tool_calls=[call("core_detectLanguage", {"text": t}, f"d{n}") for n, t in enumerate(texts[:4])])
+    ai_server.reply(None, tool_calls=[call("core_detectLanguage", {"text": t}, f"d{n}")
+                                      for n, t in enumerate(texts[:4])])
     ai_server.reply("Three were enough.")
     _, events = run_directly(api, "Detect", AgentConfig(tool_budgets={"core_detectLanguage": 3}))
     assert [g["callId"] for g in of(events, "guard")] == ["d3"]
@@ -207,8 +210,8 @@ def test_per_tool_budgets_and_the_forty_call_limit(api, ai_server):
 
 def test_tool_results_are_cut_and_the_history_is_kept_under_64000_characters(api, ai_server):
     big = "word " * 6_000  # 30,000 characters
-    ai_server.reply(None, tool_calls=[call("core_writeFile", {"path": f"/big{n}.txt", "content": big,
-                                                                "overwrite": None, "createFolders": None}, f"w{n}") for n in range(6)])
+    writes = [{"path": f"/big{n}.txt", "content": big, "overwrite": None, "createFolders": None} for n in range(6)]
+    ai_server.reply(None, tool_calls=[call("core_writeFile", args, f"w{n}") for n, args in enumerate(writes)])
     ai_server.reply(None, tool_calls=[call("core_readFile", {"path": f"/big{n}.txt", "offset": None,
                                                                "maxChars": 100_000}, f"r{n}")
                                       for n in range(6)])
@@ -264,3 +267,57 @@ def test_bad_requests_are_refused_with_the_field_named(api, ai_server):
     foreign = api.client.post("/api/workspace/not-an-instance/agent", json={"prompt": "hi"}, headers=api.auth)
     assert foreign.status_code == 404
     assert ai_server.chat_requests == []
+
+
+def test_the_cost_budget_forces_the_final_answer(api, ai_server, monkeypatch):
+    from backend.config import reset_settings_cache
+
+    monkeypatch.setenv("POWERON_AI_PROVIDERS", json.dumps([
+        {"name": "priced", "baseUrl": ai_server.base_url, "apiKey": ai_server.api_key, "model": "test-model",
+         "prices": {"test-model": {"input": 1000.0, "output": 1000.0}}}]))
+    reset_settings_cache()
+    ai_server.reply(None, tool_calls=[call("core_detectLanguage", {"text": "Hyvää huomenta"}, "k1")],
+                    usage={"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120})
+    ai_server.reply("Finnish, I think.", usage={"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105})
+    runner, events = run_directly(api, "Which language?", AgentConfig(max_cost_chf=0.05))
+    budget = [g for g in of(events, "guard") if g["kind"] == "budget"]
+    assert budget and "cost budget is spent (0.1200 of 0.05 CHF)" in budget[0]["message"]
+    assert "tools" not in ai_server.chat_requests[-1].json and len(ai_server.chat_requests) == 2
+    assert runner.run.answer == "Finnish, I think."
+    assert runner.run.cost_chf == pytest.approx(0.12 + 0.105)
+    assert of(events, "final")[0]["costChf"] == pytest.approx(0.225)
+
+
+def test_cancelling_a_run_stops_it_before_its_next_step(api, ai_server):
+    ai_server.reply(None, tool_calls=[call("core_detectLanguage", {"text": "God morgon"}, "s1")], delay=1.5)
+    ai_server.reply("never asked")
+    collected: list[tuple[str, dict[str, Any]]] = []
+    worker = threading.Thread(target=lambda: collected.extend(stream(api, "Slow question")))
+    worker.start()
+    base = f"/api/workspace/{workspace_id(api)}/agent"
+    deadline = time.monotonic() + 10
+    runs: list[dict[str, Any]] = []
+    while not runs and time.monotonic() < deadline:
+        runs = [r for r in api.client.get(f"{base}/runs", headers=api.auth).json() if r["status"] == "thinking"]
+    assert runs, "the run did not start"
+    cancelled = api.client.post(f"{base}/runs/{runs[0]['id']}/cancel", headers=api.auth)
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    worker.join(timeout=30)
+    assert [k for k, _ in collected][-1] == "cancelled"
+    assert not of(collected, "tool.finished")  # the model's tool call was not executed
+    assert len(ai_server.chat_requests) == 1
+    run = api.client.get(f"{base}/runs/{runs[0]['id']}", headers=api.auth).json()
+    assert run["status"] == "cancelled" and run["error"] == "cancelled by admin"
+
+
+def test_a_stream_closed_by_its_reader_cancels_the_run(api, ai_server):
+    ai_server.reply("A long answer that nobody reads to the end.")
+    with session_scope() as session:
+        admin = session.exec(select(User).where(User.username == "admin")).one()
+        instance = session.get(FeatureInstance, workspace_id(api))
+        runner = AgentRunner(session, admin, instance, "Hello", profile_name="workspace")
+        events = runner.events()
+        assert next(events).type == "run.started"
+        events.close()  # what the server does when the browser goes away
+        session.refresh(runner.run)
+        assert runner.run.status == "cancelled" and runner.run.error == "the client went away"
