@@ -23,5 +23,7 @@ TOOLBOXES = (
     Toolbox("workflow", "Workflow", "Read and change the workflow graph in the editor"),
     Toolbox("trustee", "Trustee", "Extract and process bookkeeping documents"),
     Toolbox("chatbot", "Chatbot", "Query the chatbot's database"),
+    # Only for Feature Data Agents (sub-agents of spec §5.4); never requestable by a main agent.
+    Toolbox("featureData", "Feature data", "Read-only browsing and querying of one feature instance's tables"),
 )
 TOOLBOX_IDS = tuple(t.id for t in TOOLBOXES)

@@ -42,7 +42,7 @@ class AgentConfig(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
     max_rounds: int = Field(25, ge=1, le=ROUND_LIMIT)
-    max_cost_chf: float | None = Field(None, gt=0)
+    max_cost_chf: float | None = Field(None, gt=0, alias="maxCostCHF")
     initial_toolboxes: list[str] = Field(default_factory=lambda: ["core"])
     available_toolboxes: list[str] = Field(default_factory=list)
     temperature: float | None = Field(None, ge=0, le=2)

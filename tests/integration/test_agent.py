@@ -321,3 +321,60 @@ def test_a_stream_closed_by_its_reader_cancels_the_run(api, ai_server):
         events.close()  # what the server does when the browser goes away
         session.refresh(runner.run)
         assert runner.run.status == "cancelled" and runner.run.error == "the client went away"
+
+
+def editor_id(api) -> str:
+    return api.instance_id
+
+
+def test_a_feature_data_sub_agent_answers_from_an_instances_tables(api, ai_server):
+    for name in ("Invoices", "Reminders"):
+        created = api.client.post(f"{api.base()}/workflows", json={"name": name}, headers=api.auth)
+        assert created.status_code == 201
+    question = "How many workflows are there, and what are they called?"
+    ai_server.reply(None, tool_calls=[call("queryFeatureInstance", {"featureCode": "graphicalEditor",
+                                                                   "instanceId": editor_id(api),
+                                                                   "question": question}, "q1")])
+    ai_server.reply(None, tool_calls=[call("featureData_queryTable", {
+        "table": "workflow", "columns": ["name"], "where": [], "orderBy": "name", "descending": None, "limit": 10,
+        "offset": None, "maxCellChars": None}, "d1")])
+    ai_server.reply("Two workflows: Invoices and Reminders.")
+    ai_server.reply("You have two workflows, Invoices and Reminders.")
+
+    events = stream(api, "What workflows do I have?")
+
+    started = of(events, "subagent.started")[0]
+    assert started["featureCode"] == "graphicalEditor" and started["question"] == question
+    inner = [e for e in of(events, "tool.finished") if e.get("subAgentRunId") == started["runId"]]
+    assert [(e["name"], e["ok"]) for e in inner] == [("featureData_queryTable", True)]
+    assert of(events, "subagent.finished")[0]["answer"] == "Two workflows: Invoices and Reminders."
+    assert of(events, "final")[0]["text"] == "You have two workflows, Invoices and Reminders."
+
+    main_first, child_first, child_second, main_second = ai_server.chat_requests
+    assert "queryFeatureInstance" in tool_names(main_first)
+    assert f"- {editor_id(api)}: " in main_first.system_text
+    assert sorted(tool_names(child_first)) == ["featureData_browseTable", "featureData_listTables",
+                                               "featureData_queryTable"]  # no sub-agent of a sub-agent
+    assert "## workflow" in child_first.system_text and child_first.user_text == question
+    rows = json.loads(tool_results(child_second)["d1"])["rows"]
+    assert sorted(r["name"] for r in rows) == ["Invoices", "Reminders"]
+    assert tool_results(main_second)["q1"] == "Two workflows: Invoices and Reminders."
+
+    run = api.client.get(f"/api/workspace/{workspace_id(api)}/agent/runs/{events[0][1]['runId']}",
+                         headers=api.auth).json()
+    (sub,) = run["subRuns"]
+    assert sub["profile"] == "featureData" and sub["status"] == "completed"
+    assert sub["config"]["maxRounds"] == 5 and sub["config"]["maxCostCHF"] == 0.10
+    assert [s["kind"] for s in sub["steps"]] == ["round", "tool_call", "round", "final"]
+    assert any(s["kind"] == "sub_agent" and s["ok"] for s in run["steps"])
+
+
+def test_the_sub_agent_refuses_an_instance_the_user_may_not_read(api, ai_server):
+    ai_server.reply(None, tool_calls=[call("queryFeatureInstance", {"featureCode": "graphicalEditor",
+                                                                   "instanceId": "someone-elses", "question": "x"},
+                                           "q1")])
+    ai_server.reply("I could not look.")
+    events = stream(api, "Peek")
+    assert of(events, "subagent.refused")[0]["instanceId"] == "someone-elses"
+    assert "was not found" in json.loads(tool_results(ai_server.chat_requests[1])["q1"])["error"]
+    assert len(ai_server.chat_requests) == 2  # no sub-agent ran

@@ -66,8 +66,8 @@ class Tenant:
     task_id: str
     token_id: str
     file_id: str
-    chat_id: str
-    agent_run_id: str
+    chat_ids: dict[str, str]
+    agent_run_ids: dict[str, str]
     role_ids: list[str] = field(default_factory=list)
 
     def instance_for(self, path: str) -> str:
@@ -78,7 +78,8 @@ class Tenant:
     def all_ids(self) -> set[str]:
         return {self.mandate_id, self.admin_id, self.viewer_id, *self.instances.values(), self.workflow_id,
                 self.archived_version_id, self.published_version_id, self.run_id, self.task_id, self.token_id,
-                self.file_id, self.chat_id, self.agent_run_id, *self.role_ids}
+                self.file_id, *self.chat_ids.values(), *self.agent_run_ids.values(),
+                *self.role_ids}
 
 
 # Parameter name (path, query or body property ending in "Id") → the tenant's object for a route.
@@ -93,8 +94,8 @@ PATH_IDS: dict[str, Callable[[Tenant, str], str]] = {
     "taskId": lambda t, path: t.task_id,
     "tokenId": lambda t, path: t.token_id,
     "fileId": lambda t, path: t.file_id,
-    "chatId": lambda t, path: t.chat_id,
-    "agentRunId": lambda t, path: t.agent_run_id,
+    "chatId": lambda t, path: t.chat_ids.get(path.split("/")[2], t.chat_ids[WORKSPACE]),
+    "agentRunId": lambda t, path: t.agent_run_ids.get(path.split("/")[2], t.agent_run_ids[WORKSPACE]),
 }
 # Values for body properties that must look right for the route to reach its checks.
 EXAMPLES: dict[str, Any] = {
@@ -141,14 +142,18 @@ def build_tenant(name: str) -> Tenant:
         workspace = instances[WORKSPACE]
         stored = files.write_text(files.FileScope(session, admin, mandate.id, workspace.id),
                                   f"/notes/{name}.txt", f"Notes of tenant {name}")
-        chat = AgentChat(mandate_id=mandate.id, feature_instance_id=workspace.id, title=f"Chat of {name}",
-                         sys_created_by=admin.id)
-        session.add(chat)
-        session.flush()
-        agent_run = AgentRun(chat_id=chat.id, mandate_id=mandate.id, feature_instance_id=workspace.id,
-                             profile="workspace", prompt=f"Question of {name}", status="completed",
-                             answer=f"Answer of {name}", sys_created_by=admin.id)
-        session.add(agent_run)
+        chats: dict[str, AgentChat] = {}
+        agent_runs: dict[str, AgentRun] = {}
+        for code in (WORKSPACE, EDITOR):  # the features with an agent
+            chats[code] = AgentChat(mandate_id=mandate.id, feature_instance_id=instances[code].id,
+                                    title=f"Chat of {name}", sys_created_by=admin.id)
+            session.add(chats[code])
+            session.flush()
+            agent_runs[code] = AgentRun(chat_id=chats[code].id, mandate_id=mandate.id,
+                                        feature_instance_id=instances[code].id, profile=code,
+                                        prompt=f"Question of {name}", status="completed",
+                                        answer=f"Answer of {name}", sys_created_by=admin.id)
+            session.add(agent_runs[code])
         admin_token = issue_token(session, admin).token
         viewer_token = issue_token(session, viewer).token
         session.flush()
@@ -158,7 +163,8 @@ def build_tenant(name: str) -> Tenant:
             admin={"Authorization": f"Bearer {admin_token}"}, viewer={"Authorization": f"Bearer {viewer_token}"},
             instances={code: i.id for code, i in instances.items()}, workflow_id=workflow.id,
             archived_version_id=archived.id, published_version_id=published.id, run_id=run.id, task_id=task.id,
-            token_id=token_row.id, file_id=stored.id, chat_id=chat.id, agent_run_id=agent_run.id,
+            token_id=token_row.id, file_id=stored.id, chat_ids={code: c.id for code, c in chats.items()},
+            agent_run_ids={code: r.id for code, r in agent_runs.items()},
             role_ids=list(roles),
         )
 

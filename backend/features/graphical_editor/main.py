@@ -23,8 +23,9 @@ RESOURCE_OBJECTS = (
     ("resource.feature.graphicalEditor.execute", "Run workflows"),
     ("resource.feature.graphicalEditor.publish", "Publish, unpublish, archive and restore versions"),
     ("resource.feature.graphicalEditor.manageAccess", "Grant and revoke access to the instance"),
+    ("resource.feature.graphicalEditor.useAgent", "Use the editor's AI chat"),
 )
-DATA_TABLES = ("workflow", "workflow_version", "workflow_run", "human_task")
+DATA_TABLES = ("workflow", "workflow_version", "workflow_run", "human_task", "chat")
 MODIFYING_UI_OBJECTS = (
     "ui.feature.graphicalEditor.workflows.create",
     "ui.feature.graphicalEditor.workflows.rename",

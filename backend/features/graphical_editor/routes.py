@@ -5,10 +5,14 @@ Mounted automatically under /api/graphicalEditor by the feature registry.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi.responses import StreamingResponse
 
+from backend.agent import service as agent_service
+from backend.api.agent import SSE_RESPONSES, AgentPrompt, add_agent_routes, event_stream
 from backend.api.deps import CurrentUser, DbSession
 from backend.api.permissions import permission
 from backend.api.schemas import (
@@ -30,7 +34,8 @@ from backend.engine.steps import split_error
 from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
 from backend.workflows import service
 
-router = APIRouter(prefix="/{instanceId}", tags=["graphicalEditor"])
+FEATURE_CODE = "graphicalEditor"
+router = APIRouter(prefix="/{instanceId}", tags=[FEATURE_CODE])
 
 WORKFLOW = "data.feature.graphicalEditor.workflow"
 VERSION = "data.feature.graphicalEditor.workflow_version"
@@ -192,3 +197,27 @@ def retry_run(run_id: RunId, iface: Iface) -> RunOut:
     """Retry a failed run from its failed node: the answer is a new run (201) that reused the
     outputs of the completed steps, after it completed, failed or paused; 409 unless failed."""
     return run_out(iface, iface.retry_run(iface.get_run(run_id)), with_steps=True)
+
+
+# --- the editor's AI chat (UC-4): the agent with the workflow toolbox, knowing the graph ----------
+
+add_agent_routes(router, FEATURE_CODE)
+
+
+def workflow_context(workflow: Workflow, graph: dict) -> str:
+    """The system prompt's part about the workflow being edited (UC-4: the agent knows the graph)."""
+    return (f"You are helping to edit the workflow \"{workflow.name}\" (workflowId {workflow.id}) in the Graphical "
+            "Editor. Change it only with the workflow tools, passing this workflowId; every change is validated. "
+            f"Its current graph:\n{json.dumps(graph, ensure_ascii=False, separators=(',', ':'))}")
+
+
+@router.post("/workflows/{workflowId}/agent", response_class=StreamingResponse, responses=SSE_RESPONSES,
+             **permission("RESOURCE", f"resource.feature.{FEATURE_CODE}.useAgent"))
+def workflow_agent(workflow_id: WorkflowId, iface: Iface, body: AgentPrompt) -> StreamingResponse:
+    """The editor's chat about one workflow: the agent gets the workflow toolbox and the current
+    graph (draft, else published) and streams its events as POST {base}/agent does."""
+    workflow = iface.get_workflow(workflow_id)
+    version = service.draft_version(iface.session, workflow) or service.published_version(iface.session, workflow)
+    request = agent_service.prepare_run(iface.access, iface.instance.id, body.prompt, body.chat_id,
+                                        system_extra=workflow_context(workflow, version.graph if version else {}))
+    return event_stream(request)

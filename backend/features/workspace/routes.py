@@ -8,17 +8,15 @@ which applies the caller's DATA rights on `data.feature.workspace.file`.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Path, Query, Response, UploadFile
-from fastapi.responses import StreamingResponse
 
-from backend.agent import service as agent_service
+from backend.api.agent import add_agent_routes
 from backend.api.deps import CurrentUser, DbSession
 from backend.api.permissions import permission
 from backend.api.schemas import CamelModel
-from backend.db.models import AgentRun
 from backend.errors import FieldError, InvalidInput
 from backend.files import service
 from backend.files.service import FileScope, FileTooLarge
@@ -143,112 +141,6 @@ def delete_file(file_id: FileId, scope: Scope) -> Response:
     return Response(status_code=204)
 
 
-# --- the agent (issue 6): POST {base}/agent streams a run's events ---------------------------
+# --- the agent (issue 6): POST {base}/agent streams a run's events; chats, runs, cancel --------
 
-CHAT = "data.feature.workspace.chat"
-USE_AGENT = "resource.feature.workspace.useAgent"
-AgentRunId = Annotated[str, Path(alias="agentRunId")]
-InstanceId = Annotated[str, Path(alias="instanceId")]
-
-
-class AgentPrompt(CamelModel):
-    prompt: str
-    chat_id: str | None = None
-
-
-class AgentChatOut(CamelModel):
-    id: str
-    title: str
-    sys_created_by: str
-    sys_created_at: datetime
-    sys_modified_at: datetime
-
-
-class AgentStepOut(CamelModel):
-    seq: int
-    round: int
-    kind: str
-    name: str | None
-    call_id: str | None
-    arguments: Any
-    result: str | None
-    ok: bool | None
-    detail: Any
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cost_chf: float | None
-    duration_ms: int | None
-    created_at: datetime
-
-
-class AgentRunOut(CamelModel):
-    id: str
-    chat_id: str | None
-    parent_run_id: str | None
-    profile: str
-    prompt: str
-    status: str
-    answer: str | None
-    error: str | None
-    config: Any
-    toolboxes: Any
-    rounds: int
-    tool_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost_chf: float | None
-    sys_created_by: str
-    started_at: datetime
-    finished_at: datetime | None
-    steps: list[AgentStepOut] | None = None
-    sub_runs: list[AgentRunOut] | None = None
-
-
-def _run_out(access: AccessContext, run: AgentRun, with_steps: bool = False) -> AgentRunOut:
-    out = AgentRunOut.model_validate(run)
-    if not with_steps:
-        return out
-    return out.model_copy(update={
-        "steps": [AgentStepOut.model_validate(s) for s in agent_service.run_steps(access, run)],
-        "sub_runs": [_run_out(access, sub, True) for sub in agent_service.sub_runs(access, run)]})
-
-
-@router.post("/agent", response_class=StreamingResponse, **permission("RESOURCE", USE_AGENT),
-             responses={200: {"content": {"text/event-stream": {}},
-                              "description": "server-sent events of the agent run"}})
-def run_agent(instance_id: InstanceId, body: AgentPrompt, user: CurrentUser, session: DbSession) -> StreamingResponse:
-    """Run the agent on `prompt` (continuing chat `chatId` when given) and stream its events:
-    run.started, round.started, text.delta, tool.started/finished, toolbox.escalated/refused,
-    subagent.started/finished, guard, final, error, cancelled."""
-    request = agent_service.prepare_run(AccessContext(session, user), instance_id, body.prompt, body.chat_id)
-    events = (event.to_sse() for event in agent_service.stream_run(request))
-    return StreamingResponse(events, media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-
-
-@router.get("/agent/chats", response_model=list[AgentChatOut], **permission("DATA", CHAT, "read"))
-def list_agent_chats(instance_id: InstanceId, user: CurrentUser, session: DbSession) -> list[AgentChatOut]:
-    return [AgentChatOut.model_validate(c) for c in agent_service.list_chats(AccessContext(session, user), instance_id)]
-
-
-@router.get("/agent/runs", response_model=list[AgentRunOut], **permission("DATA", CHAT, "read"))
-def list_agent_runs(instance_id: InstanceId, user: CurrentUser, session: DbSession,
-                    chat_id: Annotated[str | None, Query(alias="chatId")] = None) -> list[AgentRunOut]:
-    access = AccessContext(session, user)
-    return [_run_out(access, run) for run in agent_service.list_runs(access, instance_id, chat_id)]
-
-
-@router.get("/agent/runs/{agentRunId}", response_model=AgentRunOut, **permission("DATA", CHAT, "read"))
-def get_agent_run(instance_id: InstanceId, run_id: AgentRunId, user: CurrentUser, session: DbSession) -> AgentRunOut:
-    """A run with its trace: rounds (tools offered, tokens, cost), tool calls with arguments and
-    results, escalations, guard interventions, and its sub-agent runs."""
-    access = AccessContext(session, user)
-    return _run_out(access, agent_service.get_run(access, instance_id, run_id), with_steps=True)
-
-
-@router.post("/agent/runs/{agentRunId}/cancel", response_model=AgentRunOut, **permission("DATA", CHAT, "update"))
-def cancel_agent_run(instance_id: InstanceId, run_id: AgentRunId, user: CurrentUser,
-                     session: DbSession) -> AgentRunOut:
-    """Cancel a run still working (409 when it has ended); it stops before its next step."""
-    access = AccessContext(session, user)
-    return _run_out(access, agent_service.cancel_run(access, instance_id, run_id))
+add_agent_routes(router, FEATURE_CODE)
