@@ -58,8 +58,9 @@ def _strict(node: Any) -> Any:
         required = set(node.get("required", ()))
         for name, prop in properties.items():
             if name not in required and not _allows_null(prop):
-                properties[name] = {"anyOf": [prop, {"type": "null"}]} if "anyOf" not in prop else {
-                    **prop, "anyOf": [*prop["anyOf"], {"type": "null"}]}
+                properties[name] = _nullable(prop)
+            elif "anyOf" in prop:
+                properties[name] = _compact_null_union(prop)
         node["type"] = "object"
         node["properties"] = properties
         node["required"] = list(properties)
@@ -68,7 +69,32 @@ def _strict(node: Any) -> Any:
 
 
 def _allows_null(prop: dict[str, Any]) -> bool:
-    return prop.get("type") == "null" or any(p.get("type") == "null" for p in prop.get("anyOf", ()))
+    kind = prop.get("type")
+    return kind == "null" or (isinstance(kind, list) and "null" in kind) or any(
+        p.get("type") == "null" for p in prop.get("anyOf", ()))
+
+
+_SCALARS = ("string", "integer", "number", "boolean")
+
+
+def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    """`prop` or null, as compactly as strict mode allows: {"type": ["integer", "null"]} for a
+    scalar (every tool definition is sent every round, so its tokens count), anyOf otherwise."""
+    if prop.get("type") in _SCALARS and "enum" not in prop:
+        return {**prop, "type": [prop["type"], "null"]}
+    if "anyOf" in prop:
+        return _compact_null_union({**prop, "anyOf": [*prop["anyOf"], {"type": "null"}]})
+    return {"anyOf": [prop, {"type": "null"}]}
+
+
+def _compact_null_union(prop: dict[str, Any]) -> dict[str, Any]:
+    """anyOf [scalar, null] (pydantic's `x: int | None`) as {"type": [scalar, "null"]}."""
+    options = prop["anyOf"]
+    others = [o for o in options if o != {"type": "null"}]
+    if len(options) == 2 and len(others) == 1 and others[0].get("type") in _SCALARS and "enum" not in others[0]:
+        merged = {k: v for k, v in prop.items() if k != "anyOf"}
+        return {**others[0], **merged, "type": [others[0]["type"], "null"]}
+    return prop
 
 
 def strict_parameters(action: Action) -> dict[str, Any]:

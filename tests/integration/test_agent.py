@@ -378,3 +378,80 @@ def test_the_sub_agent_refuses_an_instance_the_user_may_not_read(api, ai_server)
     assert of(events, "subagent.refused")[0]["instanceId"] == "someone-elses"
     assert "was not found" in json.loads(tool_results(ai_server.chat_requests[1])["q1"])["error"]
     assert len(ai_server.chat_requests) == 2  # no sub-agent ran
+
+
+def draft_graph(api, workflow_id: str) -> dict[str, Any]:
+    versions = api.client.get(f"{api.base()}/workflows/{workflow_id}/versions", headers=api.auth).json()
+    return next(v for v in versions if v["status"] == "draft")["graph"]
+
+
+def test_in_the_workspace_the_agent_creates_a_workflow_draft_from_a_description(api, ai_server):
+    """UC-3: the agent requests the workflow toolbox, creates a workflow and builds its draft."""
+    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "workflow", "reason": "build it"}, "u1")])
+    ai_server.reply(None, tool_calls=[call("workflow_createWorkflow", {"name": "Greeter", "description": "Greets",
+                                                                      "editorInstanceId": None}, "u2")])
+    ai_server.reply("I created the workflow Greeter.")
+    events_prefix = stream(api, "Build a workflow that greets whoever starts it")
+    workflow_id = json.loads(tool_results(ai_server.chat_requests[2])["u2"])["workflowId"]
+    assert of(events_prefix, "toolbox.escalated")[0]["toolboxId"] == "workflow"
+
+    ai_server.clear()
+    trigger = next(n["id"] for n in draft_graph(api, workflow_id)["nodes"] if n["type"] == "trigger.manual")
+    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "workflow", "reason": "edit"}, "v1")])
+    ai_server.reply(None, tool_calls=[
+        call("workflow_addNode", {"workflowId": workflow_id, "type": "context.transform", "id": "greet",
+                                  "label": None, "editorInstanceId": None,
+                                  "parameters": json.dumps({"data": "{{ input }}", "template": "Hello {{ name }}"})},
+             "v2"),
+        call("workflow_connectNodes", {"workflowId": workflow_id, "source": trigger, "target": "greet",
+                                       "sourceHandle": None, "editorInstanceId": None}, "v3"),
+        call("workflow_validateGraph", {"workflowId": workflow_id, "editorInstanceId": None}, "v4")])
+    ai_server.reply("The workflow Greeter is ready as a draft; open it in the Graphical Editor.")
+    events = stream(api, "Now add the greeting step", chat_id=events_prefix[0][1]["chatId"])
+    assert [(f["name"], f["ok"]) for f in of(events, "tool.finished")] == [
+        ("workflow_addNode", True), ("workflow_connectNodes", True), ("workflow_validateGraph", True)]
+    assert json.loads(tool_results(ai_server.chat_requests[-1])["v4"])["valid"] is True
+    graph = draft_graph(api, workflow_id)
+    assert {n["id"] for n in graph["nodes"]} == {trigger, "greet"}
+    assert [(e["source"], e["target"]) for e in graph["edges"]] == [(trigger, "greet")]
+    run = api.client.post(f"{api.base()}/workflows/{workflow_id}/runs", json={"input": {"name": "Eva"}},
+                          headers=api.auth).json()
+    assert run["status"] == "completed" and run["output"] == {"greet": {"result": "Hello Eva", "missing": []}}
+
+
+def test_the_editor_chat_knows_the_graph_and_changes_it_with_validated_tools(api, ai_server):
+    """UC-4: POST …/workflows/{id}/agent: workflow tools from round 1, the graph in the prompt."""
+    graph = {"nodes": [{"id": "start", "type": "trigger.manual", "parameters": {}}], "edges": []}
+    workflow_id = api.client.post(f"{api.base()}/workflows", json={"name": "Edited by chat", "graph": graph},
+                                  headers=api.auth).json()["id"]
+    ai_server.reply(None, tool_calls=[
+        call("workflow_addNode", {"workflowId": workflow_id, "type": "no.suchType", "id": "x", "label": None,
+                                  "parameters": None, "editorInstanceId": None}, "e1"),
+        call("workflow_addNode", {"workflowId": workflow_id, "type": "flow.wait", "id": "pause", "label": None,
+                                  "parameters": json.dumps({"seconds": 5}), "editorInstanceId": None}, "e2"),
+        call("workflow_connectNodes", {"workflowId": workflow_id, "source": "start", "target": "pause",
+                                       "sourceHandle": None, "editorInstanceId": None}, "e3")])
+    ai_server.reply("Added a 5 second wait after the start.")
+    events: list[tuple[str, dict[str, Any]]] = []
+    with api.client.stream("POST", f"{api.base()}/workflows/{workflow_id}/agent",
+                           json={"prompt": "Wait five seconds after the start"}, headers=api.auth) as response:
+        assert response.status_code == 200
+        kind = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: "):
+                events.append((kind, json.loads(line[6:])))
+    first = ai_server.chat_requests[0]
+    assert "workflow_addNode" in tool_names(first) and "requestToolbox" in tool_names(first)
+    assert request_toolbox_enum(first) == ["ai"]
+    assert f"workflowId {workflow_id}" in first.system_text and '"type":"trigger.manual"' in first.system_text
+    assert not any(name.startswith("core_readFile") for name in tool_names(first))  # no file store here
+    results = [(f["name"], f["ok"]) for f in of(events, "tool.finished")]
+    assert results == [("workflow_addNode", False), ("workflow_addNode", True), ("workflow_connectNodes", True)]
+    assert "no.suchType" in json.loads(tool_results(ai_server.chat_requests[1])["e1"])["error"]
+    saved = draft_graph(api, workflow_id)
+    assert sorted(n["id"] for n in saved["nodes"]) == ["pause", "start"]
+    assert of(events, "final")[0]["text"] == "Added a 5 second wait after the start."
+    runs = api.client.get(f"{api.base()}/agent/runs", headers=api.auth).json()
+    assert runs[0]["profile"] == "graphicalEditor" and runs[0]["status"] == "completed"
