@@ -4,7 +4,8 @@ The engine is written as small named handlers, as Prefect's task engine is:
 
 - ``begin_run`` (via :func:`start_run`) checks the graph, creates the WorkflowRun in `running`
   and prepares the frontier at the starting trigger;
-- ``run_node`` evaluates a node's parameters and runs its handler, once per attempt (retry);
+- ``attempt_node`` evaluates a node's parameters and runs its handler, once per attempt (retry),
+  and ``apply`` hands the result to the handlers below;
 - ``on_node_success`` stores the output and tells the frontier which handles were taken;
 - ``on_node_failure`` applies onError: fail the run, continue with output None, or route to `error`;
 - ``next_iteration`` collects a loop body's result and starts the next item or leaves by `done`;
@@ -27,6 +28,7 @@ import time
 import traceback
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -35,7 +37,9 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
+from backend.actions import get_registry
 from backend.db import get_engine, session_scope
+from backend.db.engine import write_gate
 from backend.db.models import RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion, utcnow
 from backend.engine import crashpoints, events, steps
 from backend.engine.expressions import ExpressionError, ExpressionScope, evaluate_parameters
@@ -231,18 +235,28 @@ class RunEngine:
                     for node_id in batch:
                         self.frontier.take(node_id)
                         crashpoints.reach(self.crash_at, "node_started", node_id)
-                    self.run_concurrently(batch)
-                    node_id = batch[-1]
+                    results = self.run_concurrently(batch)
+                    with write_gate():
+                        for batch_node, result in zip(batch, results, strict=True):
+                            self.apply(batch_node, result)
+                        node_id = batch[-1]
+                        crashpoints.reach(self.crash_at, "before_step_commit", node_id)
+                        self.persist()
                 else:
                     node_id = ready[0]
                     self.frontier.take(node_id)
                     crashpoints.reach(self.crash_at, "node_started", node_id)
-                    if node_id in self.frontier.waiting:
-                        self.next_iteration(node_id)
-                    else:
-                        self.run_node(node_id)
-                crashpoints.reach(self.crash_at, "before_step_commit", node_id)
-                self.persist()
+                    # A node that writes in its own work holds the gate from its start (see write_gate).
+                    with write_gate() if self.writes(node_id) else nullcontext():
+                        result = None if node_id in self.frontier.waiting else self.attempt_node(self.session,
+                                                                                                 node_id)
+                        with write_gate():
+                            if result is None:
+                                self.next_iteration(node_id)
+                            else:
+                                self.apply(node_id, result)
+                            crashpoints.reach(self.crash_at, "before_step_commit", node_id)
+                            self.persist()
                 crashpoints.reach(self.crash_at, "after_step_commit", node_id)
                 if self.run.status == lifecycle.RUNNING and self.run.mode == "step" and self.frontier.is_active():
                     self.pause("step")
@@ -272,8 +286,9 @@ class RunEngine:
         """Someone else finished the run (a cancel) while a step of it was being committed: what
         that step left waiting is released as the cancel would have done."""
         if self.run.status in lifecycle.FINISHED:
-            lifecycle.release_waiting(self.session, self.run, self.run.error)
-            self.session.commit()
+            with write_gate():
+                lifecycle.release_waiting(self.session, self.run, self.run.error)
+                self.session.commit()
 
     def persist(self) -> None:
         """Write the context and commit: the step is durable before the next one starts.
@@ -311,21 +326,21 @@ class RunEngine:
         sources = [self.graph.edges[i]["source"] for i in self.graph.incoming[node_id] if i in self.frontier.fired]
         return {source: self.outputs.get(source) for source in sources}
 
-    def run_node(self, node_id: str) -> None:
-        """Run the node's attempts in the engine's session, then apply success or failure."""
-        self.apply(node_id, self.attempt_node(self.session, node_id))
+    def writes(self, node_id: str) -> bool:
+        """Whether the node's own work writes to the database (an action with the `write`
+        capability): its transaction then begins inside the handler, not at apply."""
+        found = get_registry().get(self.node_type_of(node_id))
+        return found is not None and "write" in found.capabilities
 
-    def run_concurrently(self, node_ids: list[str]) -> None:
+    def run_concurrently(self, node_ids: list[str]) -> list[NodeResult]:
         """Run independent nodes at the same time, each in a session of its own.
 
-        The engine's session commits first (so it holds no write lock), the workers commit
-        the nodes' side effects, and the engine applies the results in the order the frontier
-        handed the nodes out; the step rows are written with the run's context, as always.
+        The engine's session commits first (so it holds no write lock) and the workers commit
+        the nodes' side effects; the caller applies the results in the order the frontier
+        handed the nodes out, and the step rows are written with the run's context, as always.
         """
         self.session.commit()
-        results = list(_branch_pool().map(self._attempt_in_own_session, node_ids))
-        for node_id, result in zip(node_ids, results, strict=True):
-            self.apply(node_id, result)
+        return list(_branch_pool().map(self._attempt_in_own_session, node_ids))
 
     def _attempt_in_own_session(self, node_id: str) -> NodeResult:
         with Session(get_engine(), expire_on_commit=False) as session:
@@ -371,9 +386,12 @@ class RunEngine:
                 rows.append(steps.finish_step(step, status, parameters, outcome.output))
                 return NodeResult(outcome=outcome, step_id=step.id, rows=rows)
             if attempt < first + policy.max_attempts:
-                # The failed attempt is visible while we wait for the next one.
-                steps.write_steps(session, rows)
+                # The failed attempt is visible while we wait for the next one. (End what the
+                # attempt began first: the gate is never awaited inside a write transaction.)
                 session.commit()
+                with write_gate():
+                    steps.write_steps(session, rows)
+                    session.commit()
                 rows = []
                 crashpoints.reach(self.crash_at, "retry_wait", node_id)
                 factor = 2 ** (attempt - first - 1) if policy.backoff == "exponential" else 1
@@ -466,12 +484,14 @@ class RunEngine:
     # --- run states -------------------------------------------------------------------------
 
     def pause(self, reason: str) -> None:
-        lifecycle.pause(self.session, self.run, reason)
-        self.session.commit()
+        with write_gate():
+            lifecycle.pause(self.session, self.run, reason)
+            self.session.commit()
 
     def complete(self) -> None:
-        lifecycle.complete(self.session, self.run, output=dict(self.ends))
-        self.session.commit()
+        with write_gate():
+            lifecycle.complete(self.session, self.run, output=dict(self.ends))
+            self.session.commit()
 
     def fail(self, message: str) -> None:
         lifecycle.fail(self.session, self.run, message)
@@ -491,8 +511,9 @@ class RunEngine:
         self.session.refresh(self.run)
         self._release_if_finished()
         if self.run.status in (lifecycle.RUNNING, lifecycle.PAUSED):
-            if self.run.status == lifecycle.PAUSED:
-                lifecycle.cancel(self.session, self.run, f"engine error: {type(exc).__name__}: {exc}")
-            else:
-                lifecycle.fail(self.session, self.run, f"engine error: {type(exc).__name__}: {exc}")
-            self.session.commit()
+            with write_gate():
+                if self.run.status == lifecycle.PAUSED:
+                    lifecycle.cancel(self.session, self.run, f"engine error: {type(exc).__name__}: {exc}")
+                else:
+                    lifecycle.fail(self.session, self.run, f"engine error: {type(exc).__name__}: {exc}")
+                self.session.commit()

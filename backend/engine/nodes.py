@@ -213,8 +213,8 @@ def human_task(call: NodeCall) -> Outcome:
         assignee=p.get("assignee"), due_at=utcnow() + timedelta(seconds=int(timeout)) if timeout else None,
         on_timeout=p.get("onTimeout") or "cancel",
     )
+    # Written with the step (the engine's step transaction), not here: the id is already set.
     call.session.add(task)
-    call.session.flush()
     return Outcome(output={"taskId": task.id}, handles=(), suspend="humanTask")
 
 
