@@ -101,15 +101,18 @@ class Toolset:
         return None
 
     def sub_agent_targets(self) -> list[FeatureInstance]:
-        """Feature instances a Feature Data Agent could read for this user (features with tables),
-        looked up once per run."""
+        """Feature instances a Feature Data Agent could read for this user (features with tables,
+        where the user may use its tools), looked up once per run."""
         if self._targets is None:
             self._targets = []
-            if self.config.sub_agents and get_registry().agent_tools([FEATURE_DATA_TOOLBOX]):
+            tools = get_registry().agent_tools([FEATURE_DATA_TOOLBOX])
+            if self.config.sub_agents and tools:
                 with_tables = {code for code, feature in get_features().items() if feature.data_tables}
-                self._targets = [instance for instance in self.access.visible_instances()
-                                 if instance.feature_code in with_tables
-                                 and instance.mandate_id == self.instance.mandate_id]
+                self._targets = [
+                    instance for instance in self.access.visible_instances()
+                    if instance.feature_code in with_tables and instance.mandate_id == self.instance.mandate_id
+                    and any(self.access.resolve(RESOURCE, tool.resource_item, instance.mandate_id, instance.id).allowed
+                            for tool in tools)]
         return self._targets
 
     def definitions(self) -> list[dict[str, Any]]:

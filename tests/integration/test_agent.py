@@ -19,8 +19,11 @@ from sqlmodel import select
 
 from backend.agent.config import AgentConfig
 from backend.agent.runner import AgentRunner
+from backend.auth import issue_token
+from backend.config import reset_settings_cache
 from backend.db import session_scope
-from backend.db.models import FeatureInstance, User
+from backend.db.models import FeatureInstance, Mandate, User
+from backend.tenancy import grant_instance_roles, grant_mandate_roles
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -270,8 +273,6 @@ def test_bad_requests_are_refused_with_the_field_named(api, ai_server):
 
 
 def test_the_cost_budget_forces_the_final_answer(api, ai_server, monkeypatch):
-    from backend.config import reset_settings_cache
-
     monkeypatch.setenv("POWERON_AI_PROVIDERS", json.dumps([
         {"name": "priced", "baseUrl": ai_server.base_url, "apiKey": ai_server.api_key, "model": "test-model",
          "prices": {"test-model": {"input": 1000.0, "output": 1000.0}}}]))
@@ -455,3 +456,28 @@ def test_the_editor_chat_knows_the_graph_and_changes_it_with_validated_tools(api
     assert of(events, "final")[0]["text"] == "Added a 5 second wait after the start."
     runs = api.client.get(f"{api.base()}/agent/runs", headers=api.auth).json()
     assert runs[0]["profile"] == "graphicalEditor" and runs[0]["status"] == "completed"
+
+
+def test_tools_and_toolboxes_follow_the_users_rights(api, ai_server):
+    with session_scope() as session:
+        instance = session.get(FeatureInstance, workspace_id(api))
+        viewer = User(username="vera", display_name="Vera Viewer")
+        session.add(viewer)
+        session.flush()
+        grant_mandate_roles(session, viewer, session.get(Mandate, instance.mandate_id), ["viewer"])
+        grant_instance_roles(session, viewer, instance, ["workspace-viewer"])
+    with session_scope() as session:
+        token = issue_token(session, session.exec(select(User).where(User.username == "vera")).one()).token
+    refused = api.client.post(f"/api/workspace/{workspace_id(api)}/agent", json={"prompt": "hi"},
+                              headers={"Authorization": f"Bearer {token}"})
+    assert refused.status_code == 403 and "useAgent" in refused.text
+
+    ai_server.reply("Hello Vera.")
+    with session_scope() as session:
+        vera = session.exec(select(User).where(User.username == "vera")).one()
+        runner = AgentRunner(session, vera, session.get(FeatureInstance, workspace_id(api)), "hi",
+                             profile_name="workspace")
+        events = [(e.type, e.data) for e in runner.events()]
+    assert of(events, "round.started")[0]["tools"] == []  # viewers may use no toolbox: nothing is offered
+    assert "tools" not in ai_server.chat_requests[0].json
+    assert "requestToolbox" not in ai_server.chat_requests[0].system_text
