@@ -526,3 +526,52 @@ class AgentStep(SQLModel, table=True):
     cost_chf: float | None = None
     duration_ms: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
+
+
+# --- scheduler, webhooks, notifications (issue 7) -----------------------------------------------
+
+
+class SchedulerLease(SQLModel, table=True):
+    """Who runs the scheduler: one row per lease name, held by one process until it expires.
+
+    The holder renews it well before `expires_at`; another process takes it over only once it
+    has expired (a guarded UPDATE), so exactly one scheduler acts on a shared database.
+    """
+
+    __tablename__ = "scheduler_lease"
+
+    name: str = Field(primary_key=True, max_length=64)
+    holder: str = Field(max_length=200)
+    expires_at: datetime
+    renewed_at: datetime = Field(default_factory=utcnow)
+
+
+class WebhookDelivery(SQLModel, table=True):
+    """A received webhook call, by its `webhook-id`: a repeated id is answered as before and
+    starts nothing new (Standard Webhooks)."""
+
+    __tablename__ = "webhook_delivery"
+    __table_args__ = (UniqueConstraint("workflow_id", "webhook_id", name="uq_webhook_delivery"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    workflow_id: str = Field(foreign_key="workflow.id", index=True, max_length=32)
+    webhook_id: str = Field(max_length=200)
+    run_id: str | None = Field(default=None, foreign_key="workflow_run.id", max_length=32)
+    received_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class Notification(SQLModel, table=True):
+    """Something a user should know (e.g. a scheduled run failed), shown in the app's shell."""
+
+    __tablename__ = "notification"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    user_id: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    mandate_id: str | None = Field(default=None, foreign_key="mandate.id", max_length=32)
+    kind: str = Field(max_length=64)
+    title: str = Field(max_length=300)
+    message: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    workflow_id: str | None = Field(default=None, max_length=32)
+    run_id: str | None = Field(default=None, max_length=32)
+    read_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow, index=True)
