@@ -16,18 +16,11 @@ Usage: .venv/bin/python bench/agent_context.py
 from __future__ import annotations
 
 import json
-import os
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-_TMP = tempfile.TemporaryDirectory(prefix="poweron-bench-agent-")
-os.environ["POWERON_DATA_DIR"] = str(Path(_TMP.name) / "data")
-os.environ["POWERON_DB_URL"] = f"sqlite:///{Path(_TMP.name) / 'bench.db'}"
-os.environ["POWERON_ADMIN_USER"] = "admin"
-os.environ["POWERON_ADMIN_PASSWORD"] = "bench-admin-pass-123"
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from support import temporary_app
+
+temporary_app("agent")
 
 import tiktoken  # noqa: E402
 from sqlmodel import select  # noqa: E402

@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-_TMP = tempfile.TemporaryDirectory(prefix="poweron-bench-")
-os.environ["POWERON_DATA_DIR"] = str(Path(_TMP.name) / "data")
-os.environ["POWERON_DB_URL"] = f"sqlite:///{Path(_TMP.name) / 'bench.db'}"
-os.environ["POWERON_ADMIN_USER"] = "admin"
-os.environ["POWERON_ADMIN_PASSWORD"] = "bench-admin-pass-123"
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from support import temporary_app
+
+temporary_app("engine")
 
 from sqlmodel import select  # noqa: E402
 

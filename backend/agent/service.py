@@ -100,20 +100,30 @@ def stream_run(request: AgentRequest) -> Iterator[AgentEvent]:
         yield from runner.events()
 
 
+def _readable(access: AccessContext, instance: FeatureInstance, row: AgentChat | AgentRun | None) -> bool:
+    """Whether `row` is of `instance` and the caller's DATA read level covers it."""
+    level = _read_level(access, instance)
+    return (row is not None and row.feature_instance_id == instance.id and level != Level.NONE
+            and (level == Level.ALL or row.sys_created_by == access.user.id))
+
+
+def _require_read(access: AccessContext, instance: FeatureInstance) -> Level:
+    level = _read_level(access, instance)
+    if level == Level.NONE:
+        raise Forbidden(f"your roles allow no read on chat in this {instance.feature_code} instance")
+    return level
+
+
 def get_chat(access: AccessContext, instance: FeatureInstance, chat_id: str) -> AgentChat:
     chat = access.session.get(AgentChat, chat_id)
-    level = _read_level(access, instance)
-    if (chat is None or chat.feature_instance_id != instance.id or level == Level.NONE
-            or (level == Level.OWN and chat.sys_created_by != access.user.id)):
+    if not _readable(access, instance, chat):
         raise NotFound(f"chat {chat_id} not found")
     return chat
 
 
 def list_chats(access: AccessContext, instance_id: str) -> list[AgentChat]:
     instance = access.require_instance(instance_id)
-    level = _read_level(access, instance)
-    if level == Level.NONE:
-        raise Forbidden(f"your roles allow no read on chat in this {instance.feature_code} instance")
+    level = _require_read(access, instance)
     query = select(AgentChat).where(AgentChat.feature_instance_id == instance.id)
     if level == Level.OWN:
         query = query.where(AgentChat.sys_created_by == access.user.id)
@@ -123,9 +133,7 @@ def list_chats(access: AccessContext, instance_id: str) -> list[AgentChat]:
 def list_runs(access: AccessContext, instance_id: str, chat_id: str | None = None) -> list[AgentRun]:
     """Top-level runs of the instance the caller may read, newest first (optionally of one chat)."""
     instance = access.require_instance(instance_id)
-    level = _read_level(access, instance)
-    if level == Level.NONE:
-        raise Forbidden(f"your roles allow no read on chat in this {instance.feature_code} instance")
+    level = _require_read(access, instance)
     query = select(AgentRun).where(AgentRun.feature_instance_id == instance.id, AgentRun.parent_run_id.is_(None))
     if chat_id:
         query = query.where(AgentRun.chat_id == get_chat(access, instance, chat_id).id)
@@ -137,9 +145,7 @@ def list_runs(access: AccessContext, instance_id: str, chat_id: str | None = Non
 def get_run(access: AccessContext, instance_id: str, run_id: str) -> AgentRun:
     instance = access.require_instance(instance_id)
     run = access.session.get(AgentRun, run_id)
-    level = _read_level(access, instance)
-    if (run is None or run.feature_instance_id != instance.id or level == Level.NONE
-            or (level == Level.OWN and run.sys_created_by != access.user.id)):
+    if not _readable(access, instance, run):
         raise NotFound(f"agent run {run_id} not found")
     return run
 
