@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, delete, select
 
 from backend.agent.config import PROFILES
 from backend.agent.runner import AgentEvent, AgentRunner
 from backend.db import get_engine
 from backend.db.models import AgentChat, AgentRun, AgentStep, FeatureInstance, User, utcnow
-from backend.errors import FieldError, Forbidden, InvalidInput, NotFound
+from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.rbac.access import AccessContext
 from backend.rbac.rights import Level
 from backend.statemachines import agent_run as states
@@ -175,3 +175,43 @@ def cancel_run(access: AccessContext, instance_id: str, run_id: str) -> AgentRun
                          finished_at=utcnow())
     access.session.commit()
     return run
+
+
+def _require_change(access: AccessContext, instance: FeatureInstance, chat: AgentChat, operation: str) -> None:
+    level = access.data_level(_chat_item(instance), operation, instance.mandate_id, instance.id)
+    if level == Level.NONE or (level == Level.OWN and chat.sys_created_by != access.user.id):
+        raise Forbidden(f"your roles allow no {operation} on this chat")
+
+
+def rename_chat(access: AccessContext, instance_id: str, chat_id: str, title: Any) -> AgentChat:
+    """Give a chat a new title (1–200 characters)."""
+    instance = access.require_instance(instance_id)
+    chat = get_chat(access, instance, chat_id)
+    _require_change(access, instance, chat, "update")
+    if not isinstance(title, str) or not title.strip() or len(title.strip()) > 200:
+        raise InvalidInput([FieldError("title", "must be a text of 1 to 200 characters")])
+    chat.title = title.strip()
+    chat.sys_modified_at = utcnow()
+    access.session.add(chat)
+    access.session.commit()
+    return chat
+
+
+def delete_chat(access: AccessContext, instance_id: str, chat_id: str) -> None:
+    """Delete a chat with its runs, their sub-agent runs and traces; refused while a run works."""
+    instance = access.require_instance(instance_id)
+    chat = get_chat(access, instance, chat_id)
+    _require_change(access, instance, chat, "delete")
+    session = access.session
+    runs = list(session.exec(select(AgentRun).where(AgentRun.chat_id == chat.id)).all())
+    if any(run.status in states.ACTIVE for run in runs):
+        raise Conflict(f"chat {chat_id} has a run that is still working; cancel it first")
+    subs = list(session.exec(select(AgentRun).where(AgentRun.parent_run_id.in_([r.id for r in runs])))) if runs else []
+    for run in [*subs, *runs]:
+        session.execute(delete(AgentStep).where(AgentStep.run_id == run.id))
+    session.flush()
+    for run in [*subs, *runs]:
+        session.delete(run)
+        session.flush()
+    session.delete(chat)
+    session.commit()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 from fastapi.responses import StreamingResponse
 
 from backend.agent import service as agent_service
@@ -24,6 +24,7 @@ from backend.db.models import AgentRun
 from backend.rbac.access import AccessContext
 
 AgentRunId = Annotated[str, Path(alias="agentRunId")]
+ChatId = Annotated[str, Path(alias="chatId")]
 InstanceId = Annotated[str, Path(alias="instanceId")]
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 SSE_RESPONSES = {200: {"content": {"text/event-stream": {}}, "description": "server-sent events of the agent run: "
@@ -34,6 +35,10 @@ SSE_RESPONSES = {200: {"content": {"text/event-stream": {}}, "description": "ser
 class AgentPrompt(CamelModel):
     prompt: str
     chat_id: str | None = None
+
+
+class AgentChatRename(CamelModel):
+    title: str
 
 
 class AgentChatOut(CamelModel):
@@ -119,6 +124,19 @@ def add_agent_routes(router: APIRouter, feature_code: str,
     def list_agent_chats(instance_id: InstanceId, user: CurrentUser, session: DbSession) -> list[AgentChatOut]:
         chats = agent_service.list_chats(AccessContext(session, user), instance_id)
         return [AgentChatOut.model_validate(c) for c in chats]
+
+    @router.patch("/agent/chats/{chatId}", response_model=AgentChatOut, **permission("DATA", chat, "update"))
+    def rename_agent_chat(instance_id: InstanceId, chat_id: ChatId, body: AgentChatRename, user: CurrentUser,
+                          session: DbSession) -> AgentChatOut:
+        return AgentChatOut.model_validate(
+            agent_service.rename_chat(AccessContext(session, user), instance_id, chat_id, body.title))
+
+    @router.delete("/agent/chats/{chatId}", status_code=204, response_class=Response,
+                   **permission("DATA", chat, "delete"))
+    def delete_agent_chat(instance_id: InstanceId, chat_id: ChatId, user: CurrentUser, session: DbSession) -> Response:
+        """Delete a chat with its runs and their traces (409 while one of them still works)."""
+        agent_service.delete_chat(AccessContext(session, user), instance_id, chat_id)
+        return Response(status_code=204)
 
     @router.get("/agent/runs", response_model=list[AgentRunOut], **permission("DATA", chat, "read"))
     def list_agent_runs(instance_id: InstanceId, user: CurrentUser, session: DbSession,

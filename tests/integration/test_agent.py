@@ -481,3 +481,22 @@ def test_tools_and_toolboxes_follow_the_users_rights(api, ai_server):
     assert of(events, "round.started")[0]["tools"] == []  # viewers may use no toolbox: nothing is offered
     assert "tools" not in ai_server.chat_requests[0].json
     assert "requestToolbox" not in ai_server.chat_requests[0].system_text
+
+
+def test_chats_can_be_renamed_and_deleted_with_their_runs(api, ai_server):
+    ai_server.reply(None, tool_calls=[call("queryFeatureInstance", {"featureCode": "graphicalEditor",
+                                                                   "instanceId": editor_id(api),
+                                                                   "question": "How many?"}, "q1")])
+    ai_server.reply("None.")
+    ai_server.reply("You have none.")
+    events = stream(api, "Count my workflows")
+    chat_id = events[0][1]["chatId"]
+    base = f"/api/workspace/{workspace_id(api)}/agent"
+    renamed = api.client.patch(f"{base}/chats/{chat_id}", json={"title": "  Counting  "}, headers=api.auth)
+    assert renamed.status_code == 200 and renamed.json()["title"] == "Counting"
+    empty = api.client.patch(f"{base}/chats/{chat_id}", json={"title": " "}, headers=api.auth)
+    assert empty.status_code == 422 and "title" in empty.text
+    assert api.client.delete(f"{base}/chats/{chat_id}", headers=api.auth).status_code == 204
+    assert api.client.get(f"{base}/runs/{events[0][1]['runId']}", headers=api.auth).status_code == 404
+    assert api.client.get(f"{base}/runs", params={"chatId": chat_id}, headers=api.auth).status_code == 404
+    assert api.client.delete(f"{base}/chats/{chat_id}", headers=api.auth).status_code == 404
