@@ -1,0 +1,1 @@
+"""The scheduler of trigger.schedule nodes (issue 7): cron parsing, jobs, leader lease."""
