@@ -1,0 +1,130 @@
+"""trigger.form: a public form per workflow (``GET|POST /api/forms/{workflowId}``, page /forms/…).
+
+The form is the `fields` of the first trigger.form node of the workflow's published version;
+the workflow must be active (else 404, as for a missing one). A submission is an object of
+field values: unknown fields, missing required ones (absent, null or blank text) and values of
+the wrong type are refused with 422 naming every such field; optional fields left out get their
+`default` (else null). Values are converted to the field's type: number (a number or numeric
+text), boolean (true/false, or "true"/"false"/"on"/"off"/"1"/"0"), date (ISO 8601 text, kept as
+given), select (one of `options`), text and textarea (text; numbers become text). File fields
+cannot be filled in on the public form (a required one makes the form unusable: 422).
+
+The fields become the run input; the run is started as with webhooks (launch.start: published
+version, as the creator, committed before it is handed to the run worker, back-pressure 429).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import ValidationError
+from sqlmodel import Session
+
+from backend.db.engine import write_gate
+from backend.errors import FieldError, InvalidInput, NotFound
+from backend.triggers import launch
+from backend.workflows.node_types import FormField, FormTriggerParams
+
+NODE_TYPE = "trigger.form"
+_TRUE = {"true", "on", "yes", "1"}
+_FALSE = {"false", "off", "no", "0"}
+
+
+def find_form(session: Session, workflow_id: str) -> tuple[launch.Target, list[FormField]]:
+    """The published trigger.form of an active workflow and its fields; NotFound otherwise."""
+    workflow, version, nodes = launch.published_triggers(session, workflow_id, NODE_TYPE)
+    try:
+        fields = FormTriggerParams.model_validate(nodes[0].get("parameters") or {}).fields
+    except ValidationError:
+        raise NotFound(f"workflow {workflow_id} not found") from None
+    return launch.Target(workflow, version, nodes[0]), fields
+
+
+def definition(session: Session, workflow_id: str) -> dict[str, Any]:
+    """What the public form shows: the workflow's name and description and the fields."""
+    target, fields = find_form(session, workflow_id)
+    return {"workflowId": target.workflow.id, "name": target.workflow.name,
+            "description": target.workflow.description or "",
+            "fields": [f.model_dump(mode="json") for f in fields]}
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _convert(field: FormField, value: Any) -> Any:
+    """`value` as the field's type; ValueError with the message otherwise."""
+    kind = field.type
+    if kind == "number":
+        if isinstance(value, bool):
+            raise ValueError("must be a number")
+        if isinstance(value, int | float):
+            return value
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                return int(text)
+            except ValueError:
+                try:
+                    return float(text)
+                except ValueError:
+                    raise ValueError(f"must be a number, not {text[:40]!r}") from None
+        raise ValueError("must be a number")
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ValueError("must be true or false")
+    if kind == "date":
+        if not isinstance(value, str):
+            raise ValueError("must be an ISO 8601 date")
+        try:
+            (dt.date if len(value.strip()) == 10 else dt.datetime).fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"must be an ISO 8601 date (YYYY-MM-DD), not {value[:40]!r}") from None
+        return value.strip()
+    if kind == "file":
+        raise ValueError("files cannot be submitted on the public form")
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError("must be text")
+    text = str(value)
+    if kind == "select" and field.options and text not in field.options:
+        raise ValueError(f"must be one of {', '.join(field.options)}")
+    return text
+
+
+def validate(fields: list[FormField], values: Any) -> dict[str, Any]:
+    """The submitted values checked and converted; InvalidInput naming every bad field."""
+    if not isinstance(values, dict):
+        raise InvalidInput([FieldError("body", "must be an object of field values")])
+    known = {f.name for f in fields}
+    errors = [FieldError(name, "is not a field of this form") for name in values if name not in known]
+    data: dict[str, Any] = {}
+    for field in fields:
+        value = values.get(field.name)
+        if _blank(value):
+            if field.required:
+                errors.append(FieldError(field.name, f"{field.label or field.name} is required"))
+            data[field.name] = field.default
+            continue
+        try:
+            data[field.name] = _convert(field, value)
+        except ValueError as exc:
+            errors.append(FieldError(field.name, str(exc)))
+    if errors:
+        raise InvalidInput(errors)
+    return data
+
+
+def submit(session: Session, workflow_id: str, values: Any) -> str:
+    """Validate a submission and start the run (committed, then submitted); returns its id."""
+    target, fields = find_form(session, workflow_id)
+    data = validate(fields, values)
+    launch.check_capacity()
+    with write_gate():
+        run = launch.start(session, target, data, "form")
+        session.commit()
+    launch.submit([run.id])
+    return run.id
