@@ -1,0 +1,117 @@
+"""Notification rows: created for failed unattended runs, read by their own user only.
+
+Every read and change takes the signed-in user and touches only that user's rows; another
+user's notification is "not found", exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, update
+from sqlmodel import Session, select
+
+from backend.db.models import Notification, User, Workflow, WorkflowRun, utcnow
+from backend.engine.steps import split_error
+from backend.errors import FieldError, InvalidInput, NotFound
+from backend.statemachines import workflow_run as run_lifecycle
+
+RUN_FAILED = "run.failed"
+# Runs nobody watched start: their failure is told to the workflow's owner. Manual runs (and the
+# editor's test runs) are not: the person who started them sees the result.
+NOTIFIED_TRIGGERS = ("schedule", "webhook", "event")
+TITLE_MAX = 300
+MESSAGE_MAX = 4000
+LIST_LIMIT_MAX = 200
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """What a failure notification says, for the in-app row and the e-mail alike."""
+
+    notification: Notification
+    workflow_name: str
+    trigger: str
+    email: str | None
+    recipient_name: str
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def notify_run_failed(session: Session, run_id: str) -> RunFailure | None:
+    """The notification of the failed run `run_id` for its workflow's owner (added, flushed).
+
+    None when nobody is to be told: the run is unknown or not failed, was not started by a
+    schedule, webhook or event, its workflow has no (enabled) owner, or the owner was told
+    already (one notification per run, however often this is called).
+    """
+    run = session.get(WorkflowRun, run_id)
+    if run is None or run.status != run_lifecycle.FAILED or run.trigger not in NOTIFIED_TRIGGERS:
+        return None
+    workflow = session.get(Workflow, run.workflow_id)
+    owner = session.get(User, workflow.sys_created_by) if workflow and workflow.sys_created_by else None
+    if workflow is None or owner is None or owner.disabled:
+        return None
+    told = session.exec(select(Notification.id).where(Notification.user_id == owner.id,
+                                                      Notification.kind == RUN_FAILED,
+                                                      Notification.run_id == run.id)).first()
+    if told is not None:
+        return None
+    message, _stack = split_error(run.error)
+    notification = Notification(
+        user_id=owner.id, mandate_id=run.mandate_id, kind=RUN_FAILED,
+        title=_clip(f"Workflow '{workflow.name}' failed ({run.trigger} run)", TITLE_MAX),
+        message=_clip(message or "the run failed without an error message", MESSAGE_MAX),
+        workflow_id=workflow.id, run_id=run.id,
+    )
+    session.add(notification)
+    session.flush()
+    return RunFailure(notification, workflow.name, run.trigger, owner.email,
+                      owner.display_name or owner.username)
+
+
+def list_notifications(session: Session, user: User, unread: bool = False, limit: int = 50) -> list[Notification]:
+    """The user's notifications, newest first (only the unread ones when `unread`)."""
+    if not 1 <= limit <= LIST_LIMIT_MAX:
+        raise InvalidInput([FieldError("limit", f"must be between 1 and {LIST_LIMIT_MAX}")])
+    query = select(Notification).where(Notification.user_id == user.id)
+    if unread:
+        query = query.where(Notification.read_at.is_(None))
+    query = query.order_by(Notification.created_at.desc(), Notification.id.desc()).limit(limit)
+    return list(session.exec(query).all())
+
+
+def unread_count(session: Session, user: User) -> int:
+    """How many of the user's notifications are unread."""
+    query = select(func.count()).select_from(Notification).where(Notification.user_id == user.id,
+                                                                  Notification.read_at.is_(None))
+    return int(session.exec(query).one())
+
+
+def get_notification(session: Session, user: User, notification_id: str) -> Notification:
+    """One of the user's notifications; NotFound for a missing one and for anybody else's."""
+    notification = session.get(Notification, notification_id)
+    if notification is None or notification.user_id != user.id:
+        raise NotFound(f"notification {notification_id} not found")
+    return notification
+
+
+def mark_read(session: Session, user: User, notification_id: str) -> Notification:
+    """Mark one of the user's notifications read (once read, its time stays)."""
+    notification = get_notification(session, user, notification_id)
+    if notification.read_at is None:
+        notification.read_at = utcnow()
+        session.add(notification)
+        session.flush()
+    return notification
+
+
+def mark_all_read(session: Session, user: User) -> int:
+    """Mark every unread notification of the user read; how many were."""
+    result = session.execute(update(Notification)
+                          .where(Notification.user_id == user.id, Notification.read_at.is_(None))
+                          .values(read_at=utcnow())
+                          .execution_options(synchronize_session="fetch"))
+    return int(result.rowcount or 0)
