@@ -96,6 +96,23 @@ class Settings:
         run_threads: Runs executing at the same time in this process (POWERON_RUN_THREADS).
         run_wait_seconds: How long a request that starts or resumes a run waits for it to come
             to rest before answering with its current state (POWERON_RUN_WAIT_SECONDS).
+        scheduler_enabled: Start the scheduler of trigger.schedule nodes in this process
+            (POWERON_SCHEDULER, default on; backend/scheduler/).
+        scheduler_lease_seconds: Lifetime of the scheduler lease in the database; the leader
+            renews it every third of that, another process takes over once it has expired
+            (POWERON_SCHEDULER_LEASE_SECONDS).
+        scheduler_startup_delay_seconds: Wait before the first full sync after start-up
+            (POWERON_SCHEDULER_STARTUP_DELAY_SECONDS; 0 allowed).
+        scheduler_misfire_grace_seconds: How late a fire may still run (missed fires of one job
+            are coalesced into one run): POWERON_SCHEDULER_MISFIRE_GRACE_SECONDS.
+        smtp_url: Where failure notifications are mailed through (POWERON_SMTP_URL), e.g.
+            ``smtp://user:password@host:587?starttls=true`` or ``smtps://…:465``; None: no mail.
+            It holds a password: left out of `repr`, never logged (backend/notifications/mailer.py).
+        smtp_from: The sender address of those mails (POWERON_SMTP_FROM).
+        max_queued_runs: Webhook, event and form calls are refused with 429 while this many runs
+            wait for a run thread (POWERON_MAX_QUEUED_RUNS).
+        webhook_max_bytes: Largest body a webhook or public form call may send (413 above it):
+            POWERON_WEBHOOK_MAX_BYTES.
     """
 
     db_url: str
@@ -128,6 +145,14 @@ class Settings:
     timer_interval_seconds: float = 5.0
     run_threads: int = 4
     run_wait_seconds: float = 10.0
+    scheduler_enabled: bool = True
+    scheduler_lease_seconds: float = 15.0
+    scheduler_startup_delay_seconds: float = 5.0
+    scheduler_misfire_grace_seconds: float = 60.0
+    smtp_url: str | None = field(default=None, repr=False)
+    smtp_from: str | None = None
+    max_queued_runs: int = 1000
+    webhook_max_bytes: int = 1024 * 1024
 
     @property
     def sso_enabled(self) -> bool:
@@ -206,8 +231,8 @@ def _count(name: str, default: int) -> int:
     return value
 
 
-def _seconds(name: str, default: float) -> float:
-    """A positive, finite number of seconds (fractions allowed)."""
+def _seconds(name: str, default: float, zero_ok: bool = False) -> float:
+    """A positive (or with `zero_ok` non-negative), finite number of seconds (fractions allowed)."""
     raw = _text(name)
     if raw is None:
         return default
@@ -215,8 +240,9 @@ def _seconds(name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number of seconds, not {raw!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+        raise ValueError(f"{name} must be a {'non-negative' if zero_ok else 'positive'} number of seconds, "
+                         f"not {raw!r}")
     return value
 
 
@@ -371,6 +397,14 @@ def get_settings() -> Settings:
         timer_interval_seconds=_seconds("POWERON_TIMER_INTERVAL_SECONDS", 5.0),
         run_threads=_count("POWERON_RUN_THREADS", 4),
         run_wait_seconds=_seconds("POWERON_RUN_WAIT_SECONDS", 10.0),
+        scheduler_enabled=_flag(os.environ.get("POWERON_SCHEDULER") or "on"),
+        scheduler_lease_seconds=_seconds("POWERON_SCHEDULER_LEASE_SECONDS", 15.0),
+        scheduler_startup_delay_seconds=_seconds("POWERON_SCHEDULER_STARTUP_DELAY_SECONDS", 5.0, zero_ok=True),
+        scheduler_misfire_grace_seconds=_seconds("POWERON_SCHEDULER_MISFIRE_GRACE_SECONDS", 60.0),
+        smtp_url=_text("POWERON_SMTP_URL"),
+        smtp_from=_text("POWERON_SMTP_FROM"),
+        max_queued_runs=_count("POWERON_MAX_QUEUED_RUNS", 1000),
+        webhook_max_bytes=_bytes("POWERON_WEBHOOK_MAX_BYTES", 1024 * 1024),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from state.auth import AuthState
+from state.notifications import NotificationsState
 
 # (label, route, icon, the AuthState flag that must be true to show it; None: always shown)
 NAV_ITEMS = (
@@ -63,10 +64,33 @@ def sidebar(active: str) -> rx.Component:
     )
 
 
+def notification_bell() -> rx.Component:
+    """The bell: the number of unread notifications (loaded with every page), a link to the list."""
+    return rx.link(
+        rx.box(
+            rx.icon("bell", size=20),
+            rx.cond(
+                NotificationsState.unread > 0,
+                rx.badge(NotificationsState.unread, id="unread-count", color_scheme="red", variant="solid",
+                         radius="full", size="1", position="absolute", top="-0.6em", right="-0.8em"),
+            ),
+            position="relative",
+            display="flex",
+            on_mount=NotificationsState.load_count,
+        ),
+        href="/notifications",
+        id="notifications-bell",
+        color_scheme="gray",
+        title="Notifications",
+        padding_right="0.5em",
+    )
+
+
 def topbar(title: str) -> rx.Component:
     return rx.hstack(
         rx.heading(title, size="6", id="page-title"),
         rx.spacer(),
+        notification_bell(),
         rx.text(AuthState.display_name, id="current-user", color_scheme="gray"),
         rx.button(
             rx.icon("log-out", size=16), "Log out", on_click=AuthState.logout,

@@ -281,3 +281,62 @@ class TaskResult(CamelModel):
 
     task: TaskOut
     run: RunOut
+
+
+class RunHistoryItem(CamelModel):
+    """One run in a workflow's history: no input, output or context, the error without its stack."""
+
+    id: str
+    workflow_id: str
+    version_id: str
+    status: str
+    pause_reason: str | None = None
+    mode: str
+    trigger: str
+    error: str | None = None
+    sys_created_by: str | None = None
+    started_at: datetime
+    finished_at: datetime | None = None
+    duration_ms: int | None = None
+
+
+class RunHistoryPage(CamelModel):
+    """A page of a workflow's runs, newest first; `next_before` fetches the next (older) page."""
+
+    items: list[RunHistoryItem]
+    next_before: str | None = None
+
+
+class RunSummaryOut(CamelModel):
+    """The monitor's figures of one workflow: counts over the last `days` days, last run and failure."""
+
+    workflow_id: str
+    days: int
+    since: datetime
+    total: int
+    by_status: dict[str, int]
+    by_trigger: dict[str, int]
+    last_run: RunHistoryItem | None = None
+    last_failure: RunHistoryItem | None = None
+    average_duration_ms: int | None = None
+
+
+class NotificationOut(CamelModel):
+    id: str
+    kind: str
+    title: str
+    message: str
+    mandate_id: str | None = None
+    workflow_id: str | None = None
+    run_id: str | None = None
+    read_at: datetime | None = None
+    created_at: datetime
+
+
+class UnreadCount(CamelModel):
+    unread: int
+
+
+class ReadAllResult(CamelModel):
+    marked: int
+    unread: int

@@ -16,7 +16,8 @@ so a run's events arrive in order.
 
 Subscribers get a queue: :func:`subscribe` for threads (``queue.Queue``), :func:`subscribe_async`
 for an asyncio loop (an ``asyncio.Queue`` filled through ``loop.call_soon_threadsafe``, so
-worker threads may publish). Both filter by run id and/or workflow id. Publishing never
+worker threads may publish). Both filter by run id and/or workflow id, and optionally by event
+type (e.g. only ``run.failed``: the notifier, backend/notifications/). Publishing never
 blocks: a subscriber whose queue is full loses the event (counted in ``dropped``).
 """
 
@@ -26,7 +27,7 @@ import asyncio
 import itertools
 import queue
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -59,16 +60,19 @@ class Event:
 
 
 class _Subscriber:
-    def __init__(self, bus: EventBus, run_id: str | None, workflow_id: str | None):
+    def __init__(self, bus: EventBus, run_id: str | None, workflow_id: str | None,
+                 types: frozenset[str] | None = None):
         self._bus = bus
         self.run_id = run_id
         self.workflow_id = workflow_id
+        self.types = types
         self.dropped = 0
         self.closed = False
 
     def wants(self, event: Event) -> bool:
         return ((self.run_id is None or event.run_id == self.run_id)
-                and (self.workflow_id is None or event.workflow_id == self.workflow_id))
+                and (self.workflow_id is None or event.workflow_id == self.workflow_id)
+                and (self.types is None or event.type in self.types))
 
     def deliver(self, event: Event) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -82,8 +86,9 @@ class _Subscriber:
 class Subscription(_Subscriber):
     """A thread-side subscriber: events land in `queue` (a ``queue.Queue``)."""
 
-    def __init__(self, bus: EventBus, run_id: str | None, workflow_id: str | None, maxsize: int):
-        super().__init__(bus, run_id, workflow_id)
+    def __init__(self, bus: EventBus, run_id: str | None, workflow_id: str | None, maxsize: int,
+                 types: frozenset[str] | None = None):
+        super().__init__(bus, run_id, workflow_id, types)
         self.queue: queue.Queue[Event] = queue.Queue(maxsize)
 
     def deliver(self, event: Event) -> None:
@@ -160,9 +165,11 @@ class EventBus:
         self._seq = itertools.count(1)
 
     def subscribe(self, run_id: str | None = None, workflow_id: str | None = None,
-                  maxsize: int = DEFAULT_QUEUE_SIZE) -> Subscription:
-        """A queue of the events of `run_id` / `workflow_id` (all runs when both are None)."""
-        subscription = Subscription(self, run_id, workflow_id, maxsize)
+                  maxsize: int = DEFAULT_QUEUE_SIZE, types: Iterable[str] | None = None) -> Subscription:
+        """A queue of the events of `run_id` / `workflow_id` (all runs when both are None),
+        only those of the given `types` when given."""
+        subscription = Subscription(self, run_id, workflow_id, maxsize,
+                                    frozenset(types) if types is not None else None)
         with self._lock:
             self._subscribers.append(subscription)
         return subscription

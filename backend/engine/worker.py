@@ -31,13 +31,26 @@ class RunWorker:
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="poweron-run")
         self._locks: dict[str, tuple[threading.Lock, int]] = {}  # run id -> (lock, executions holding or awaiting it)
         self._guard = threading.Lock()
+        self._queued = 0  # submitted, not yet started
 
     def submit(self, run_id: str) -> Future[str]:
         """Execute `run_id` to its next resting state on a run thread; the future holds its status."""
-        return self._pool.submit(self._execute, run_id)
+        with self._guard:
+            self._queued += 1
+        try:
+            return self._pool.submit(self._execute, run_id)
+        except BaseException:
+            with self._guard:
+                self._queued -= 1
+            raise
+
+    def queued(self) -> int:
+        """Runs submitted and not yet started on a run thread (for back-pressure)."""
+        return self._queued
 
     def _execute(self, run_id: str) -> str:
         with self._guard:
+            self._queued -= 1
             lock, users = self._locks.get(run_id, (threading.Lock(), 0))
             self._locks[run_id] = (lock, users + 1)
         try:
@@ -83,6 +96,12 @@ def shutdown_worker(wait: bool = True) -> None:
 def submit(run_id: str) -> Future[str]:
     """Execute `run_id` in the background."""
     return get_worker().submit(run_id)
+
+
+def queued() -> int:
+    """Runs of this process waiting for a run thread (0 when the worker has not started)."""
+    worker = _worker
+    return worker.queued() if worker is not None else 0
 
 
 def execute_and_wait(run_id: str, seconds: float | None = None) -> None:

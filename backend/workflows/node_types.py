@@ -11,11 +11,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from backend.actions.registry import get_registry
-from backend.workflows.expression_syntax import is_whole_expression
+from backend.scheduler.cron import parse_cron, parse_timezone
+from backend.workflows.expression_syntax import looks_templated
 
 
 class _Params(BaseModel):
@@ -29,24 +30,53 @@ class NoParams(_Params):
 
 
 class ScheduleParams(_Params):
-    cron: str | None = Field(None, description="5 or 6 cron fields")
+    cron: str | None = Field(None, description="5 cron fields (minute hour day-of-month month day-of-week; "
+                                               "0 and 7 = Sunday) or 6 with seconds first")
     interval_seconds: int | None = Field(None, ge=1)
-    timezone: str = "UTC"
+    timezone: str = Field("UTC", description="IANA time zone, e.g. Europe/Zurich")
+
+    # Strict checks of backend/scheduler/cron.py (expressions are refused by validation.py:
+    # the scheduler reads the schedule when the workflow is published, before any run exists).
+    @field_validator("cron")
+    @classmethod
+    def _strict_cron(cls, value: str | None) -> str | None:
+        if value is not None and not looks_templated(value):
+            parse_cron(value)
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        if not looks_templated(value):
+            parse_timezone(value)
+        return value
 
     @model_validator(mode="after")
     def _cron_or_interval(self) -> ScheduleParams:
         if (self.cron is None) == (self.interval_seconds is None):
             raise ValueError("give exactly one of cron and intervalSeconds")
-        if self.cron is not None and not is_whole_expression(self.cron) and len(self.cron.split()) not in (5, 6):
-            raise ValueError(f"cron must have 5 or 6 fields (minute hour day month weekday [year]), "
-                             f"got '{self.cron}'")
         return self
 
 
 class WebhookParams(_Params):
     path: str = Field(..., min_length=1)
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
-    secret: str | None = Field(None, description="whsec_<base64> Standard Webhooks secret")
+    secret: str | None = Field(None, description="whsec_<base64> Standard Webhooks secret; without one the "
+                                                 "webhook accepts no call")
+
+    @field_validator("secret")
+    @classmethod
+    def _usable_secret(cls, value: str | None) -> str | None:
+        # Read when a call arrives, before any run exists: written out, a key Standard Webhooks can
+        # use. The value is never repeated in the message.
+        if value is not None:
+            from standardwebhooks.webhooks import Webhook
+
+            try:
+                Webhook(value)
+            except Exception:  # noqa: BLE001 - bad base64, empty key
+                raise ValueError("must be a Standard Webhooks secret: whsec_ followed by base64") from None
+        return value
 
 
 class FormField(BaseModel):

@@ -24,6 +24,7 @@ from backend.db.models import (
 )
 from backend.errors import Conflict, FieldError, InvalidInput, NotFound
 from backend.statemachines import workflow_version as lifecycle
+from backend.workflows import changes
 from backend.workflows.graph import default_graph, require_valid_structure
 from backend.workflows.validation import validate_graph
 
@@ -122,6 +123,7 @@ def update_workflow(
     if active is not None and active != workflow.active:
         workflow.active = bool(active)
         _audit(workflow, user, "activated" if active else "deactivated")
+        changes.notify_on_commit(session, workflow.id)  # the scheduler (un)registers its jobs
     workflow.sys_modified_at = utcnow()
     workflow.lock_version += 1
     session.add(workflow)
@@ -136,6 +138,7 @@ def delete_workflow(session: Session, workflow: Workflow) -> None:
     session.execute(delete(HumanTask).where(HumanTask.run_id.in_(run_ids)))
     session.execute(delete(WorkflowRun).where(WorkflowRun.workflow_id == workflow.id))
     session.execute(delete(WorkflowVersion).where(WorkflowVersion.workflow_id == workflow.id))
+    changes.notify_on_commit(session, workflow.id)  # the scheduler drops its jobs
     session.delete(workflow)
     session.flush()
 
@@ -257,6 +260,7 @@ def _touch(session: Session, workflow: Workflow, user: User, action: str, versio
     workflow.sys_modified_at = utcnow()
     session.add(workflow)
     session.flush()
+    changes.notify_on_commit(session, workflow.id)  # the published version changed: the scheduler re-syncs
 
 
 def publish(session: Session, user: User, workflow: Workflow) -> WorkflowVersion:

@@ -218,7 +218,22 @@ def parameter_errors(node_id: str, node_type: NodeType, parameters: Any, on_erro
             expressions.add(path)
     errors += _model_errors(node_type.params_model, parameters, "parameters", node_id, expressions, node_type)
     errors += _handle_parameter_errors(node_id, node_type, parameters, on_error)
+    errors += _schedule_parameter_errors(node_id, node_type, parameters)
     return errors
+
+
+SCHEDULE_PARAMETERS = ("cron", "intervalSeconds", "timezone")
+
+
+def _schedule_parameter_errors(node_id: str, node_type: NodeType, parameters: dict) -> list[FieldError]:
+    """A trigger.schedule's cron, interval and time zone are read by the scheduler when the workflow
+    is published, before any run exists: they must be written out (the strict checks of cron and
+    time zone are ScheduleParams' validators, backend/scheduler/cron.py)."""
+    if node_type.type != "trigger.schedule":
+        return []
+    return [FieldError(f"parameters.{key}", "must be written out, not an expression: the scheduler reads it "
+                                            "when the workflow is published, before any run exists", node_id)
+            for key in SCHEDULE_PARAMETERS if looks_templated(parameters.get(key))]
 
 
 def _unknown_type_message(type_id: str, known: list[str]) -> str:

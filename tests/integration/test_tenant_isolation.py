@@ -30,7 +30,16 @@ from sqlmodel import SQLModel, select
 
 from backend.auth import create_api_token, issue_token
 from backend.db import get_engine, session_scope
-from backend.db.models import AgentChat, AgentRun, FeatureInstance, HumanTask, Role, User, WorkflowRun
+from backend.db.models import (
+    AgentChat,
+    AgentRun,
+    FeatureInstance,
+    HumanTask,
+    Notification,
+    Role,
+    User,
+    WorkflowRun,
+)
 from backend.features.registry import get_features
 from backend.files import service as files
 from backend.tenancy import create_feature_instance, create_mandate, grant_instance_roles, grant_mandate_roles
@@ -43,7 +52,17 @@ WORKSPACE = "workspace"
 # Public routes that take ids would need a walk of their own (e.g. signed webhooks); list each
 # here with the reason it is safe, or the walk fails. Public routes without any id parameter
 # are skipped: they have no caller to isolate and name no object to cross over to.
-PUBLIC_ROUTES_WITH_IDS: dict[tuple[str, str], str] = {}
+_WEBHOOK = ("signed webhook: no signed-in caller to isolate; the Standard Webhooks signature made with the "
+            "trigger's own secret authenticates the call, and unknown, inactive or unpublished workflows all "
+            "answer 404 alike (tests/integration/test_webhooks.py)")
+_FORM = ("public form: only active workflows whose published version starts with trigger.form are shown or "
+         "started, anything else answers 404 alike; the run runs as the workflow's creator "
+         "(tests/integration/test_forms.py)")
+PUBLIC_ROUTES_WITH_IDS: dict[tuple[str, str], str] = {
+    **{(method, "/api/hooks/{workflowId}/{path}"): _WEBHOOK for method in ("POST", "GET", "PUT", "PATCH", "DELETE")},
+    ("GET", "/api/forms/{workflowId}"): _FORM,
+    ("POST", "/api/forms/{workflowId}"): _FORM,
+}
 # Routes that answer A's viewer with something else than 403 for a reason; none so far.
 VIEWER_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
@@ -68,6 +87,7 @@ class Tenant:
     file_id: str
     chat_ids: dict[str, str]
     agent_run_ids: dict[str, str]
+    notification_id: str
     role_ids: list[str] = field(default_factory=list)
 
     def instance_for(self, path: str) -> str:
@@ -78,7 +98,7 @@ class Tenant:
     def all_ids(self) -> set[str]:
         return {self.mandate_id, self.admin_id, self.viewer_id, *self.instances.values(), self.workflow_id,
                 self.archived_version_id, self.published_version_id, self.run_id, self.task_id, self.token_id,
-                self.file_id, *self.chat_ids.values(), *self.agent_run_ids.values(),
+                self.file_id, *self.chat_ids.values(), *self.agent_run_ids.values(), self.notification_id,
                 *self.role_ids}
 
 
@@ -96,6 +116,7 @@ PATH_IDS: dict[str, Callable[[Tenant, str], str]] = {
     "fileId": lambda t, path: t.file_id,
     "chatId": lambda t, path: t.chat_ids.get(path.split("/")[2], t.chat_ids[WORKSPACE]),
     "agentRunId": lambda t, path: t.agent_run_ids.get(path.split("/")[2], t.agent_run_ids[WORKSPACE]),
+    "notificationId": lambda t, path: t.notification_id,
 }
 # Values for body properties that must look right for the route to reach its checks.
 EXAMPLES: dict[str, Any] = {
@@ -154,6 +175,10 @@ def build_tenant(name: str) -> Tenant:
                                         prompt=f"Question of {name}", status="completed",
                                         answer=f"Answer of {name}", sys_created_by=admin.id)
             session.add(agent_runs[code])
+        notification = Notification(user_id=admin.id, mandate_id=mandate.id, kind="run.failed",
+                                    title=f"Workflow of {name} failed", message=f"Error of {name}",
+                                    workflow_id=workflow.id, run_id=run.id)
+        session.add(notification)
         admin_token = issue_token(session, admin).token
         viewer_token = issue_token(session, viewer).token
         session.flush()
@@ -164,7 +189,7 @@ def build_tenant(name: str) -> Tenant:
             instances={code: i.id for code, i in instances.items()}, workflow_id=workflow.id,
             archived_version_id=archived.id, published_version_id=published.id, run_id=run.id, task_id=task.id,
             token_id=token_row.id, file_id=stored.id, chat_ids={code: c.id for code, c in chats.items()},
-            agent_run_ids={code: r.id for code, r in agent_runs.items()},
+            agent_run_ids={code: r.id for code, r in agent_runs.items()}, notification_id=notification.id,
             role_ids=list(roles),
         )
 

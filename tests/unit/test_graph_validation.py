@@ -140,7 +140,7 @@ INVALID = {
     "action parameter": (graph(node("x", "ai.summarize", text="t", style="poem")), ("x", "parameters.style")),
     "action model check": (graph(node("x", "context.transform", data=1)), ("x", "parameters")),
     "schedule needs cron or interval": (graph(node("t", "trigger.schedule")), ("t", "parameters")),
-    "cron with 3 fields": (graph(node("t", "trigger.schedule", cron="* * *")), ("t", "parameters")),
+    "cron with 3 fields": (graph(node("t", "trigger.schedule", cron="* * *")), ("t", "parameters.cron")),
     "wait needs seconds or until": (graph(node("w", "flow.wait")), ("w", "parameters")),
     "templated string is no whole expression": (graph(node("x", "script.python", code="x",
                                                            timeoutSeconds="{{ a }}{{ b }}")),

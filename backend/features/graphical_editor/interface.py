@@ -17,6 +17,7 @@ from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFou
 from backend.rbac.access import AccessContext
 from backend.rbac.rights import Level
 from backend.statemachines import workflow_run as run_lifecycle
+from backend.workflows import run_history as history
 from backend.workflows import service
 
 FEATURE_CODE = "graphicalEditor"
@@ -157,6 +158,23 @@ class GraphicalEditorInterface:
         if level == Level.OWN:
             query = query.where(WorkflowRun.sys_created_by == self.user.id)
         return list(self.session.exec(query.order_by(WorkflowRun.started_at.desc())).all())
+
+    def _run_reader(self) -> str | None:
+        """None when the user may read every run of the instance, their id when only their own."""
+        level = self._level("workflow_run", "read")
+        if level == Level.NONE:
+            raise Forbidden("your roles allow no read on workflow_run in this instance")
+        return self.user.id if level == Level.OWN else None
+
+    def run_history(self, workflow: Workflow, status: str | None = None, trigger: str | None = None,
+                    limit: int = history.DEFAULT_LIMIT, before: str | None = None) -> history.RunPage:
+        """A page of `workflow`'s runs (read with get_workflow), newest first; rights as list_runs."""
+        return history.list_runs(self.session, workflow.id, created_by=self._run_reader(), status=status,
+                                     trigger=trigger, limit=limit, before=before)
+
+    def run_summary(self, workflow: Workflow, days: int = history.DEFAULT_DAYS) -> history.RunSummary:
+        """The monitor's figures of `workflow`'s runs over the last `days` days; rights as list_runs."""
+        return history.summarize(self.session, workflow.id, created_by=self._run_reader(), days=days)
 
     def get_run(self, run_id: str) -> WorkflowRun:
         run = self.session.get(WorkflowRun, run_id)

@@ -19,8 +19,11 @@ from backend.api.schemas import (
     DraftPut,
     FieldErrorOut,
     RestoreRequest,
+    RunHistoryItem,
+    RunHistoryPage,
     RunOut,
     RunStart,
+    RunSummaryOut,
     StepOut,
     ValidationReport,
     VersionOut,
@@ -32,7 +35,8 @@ from backend.api.schemas import (
 from backend.db.models import Workflow, WorkflowRun
 from backend.engine.steps import split_error
 from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
-from backend.workflows import service
+from backend.triggers import secrets as webhook_secrets
+from backend.workflows import run_history, service
 
 FEATURE_CODE = "graphicalEditor"
 router = APIRouter(prefix="/{instanceId}", tags=[FEATURE_CODE])
@@ -69,8 +73,14 @@ def workflow_detail(iface: GraphicalEditorInterface, workflow: Workflow) -> Work
     """The full form: with the graph a person edits and the audit log."""
     summary = workflow_out(iface, workflow).model_dump()
     return WorkflowDetail(
-        **summary, graph=service.current_graph(iface.session, workflow), execution_logs=workflow.execution_logs or []
+        **summary, graph=shown_graph(iface, workflow, service.current_graph(iface.session, workflow)),
+        execution_logs=workflow.execution_logs or []
     )
+
+
+def shown_graph(iface: GraphicalEditorInterface, workflow: Workflow, graph: dict) -> dict:
+    """The graph as this caller may see it: webhook secrets only for those who may change the workflow."""
+    return graph if iface.can("workflow", "update", workflow) else webhook_secrets.redact(graph)
 
 
 @router.get("/workflows", response_model=list[WorkflowOut], **permission("DATA", WORKFLOW, "read"))
@@ -119,7 +129,9 @@ def validate_workflow(workflow_id: WorkflowId, iface: Iface) -> ValidationReport
 @router.get("/workflows/{workflowId}/versions", response_model=list[VersionOut],
             **permission("DATA", VERSION, "read"))
 def list_versions(workflow_id: WorkflowId, iface: Iface) -> list[VersionOut]:
-    return [VersionOut.model_validate(v) for v in iface.list_versions(iface.get_workflow(workflow_id))]
+    workflow = iface.get_workflow(workflow_id)
+    return [VersionOut.model_validate(v).model_copy(update={"graph": shown_graph(iface, workflow, v.graph)})
+            for v in iface.list_versions(workflow)]
 
 
 def _version_route(action: str):
@@ -167,6 +179,45 @@ def start_run(workflow_id: WorkflowId, iface: Iface, body: RunStart | None = Non
     body = body or RunStart()
     run = iface.start_run(iface.get_workflow(workflow_id), body.input, body.version, body.mode)
     return run_out(iface, run, with_steps=True)
+
+
+def history_item(run: WorkflowRun) -> RunHistoryItem:
+    """A run as the history lists it: its error's message without the stack, its duration."""
+    message, _stack = split_error(run.error)
+    return RunHistoryItem.model_validate(run).model_copy(
+        update={"error": message, "duration_ms": run_history.duration_ms(run)})
+
+
+@router.get("/workflows/{workflowId}/runs", response_model=RunHistoryPage, **permission("DATA", RUN, "read"))
+def workflow_runs(
+    workflow_id: WorkflowId, iface: Iface,
+    status: Annotated[str | None, Query(description="running, paused, completed, failed or cancelled")] = None,
+    trigger: Annotated[str | None, Query(description="manual, schedule, webhook, event or form")] = None,
+    limit: Annotated[int, Query(description=f"at most {run_history.MAX_LIMIT}")] = run_history.DEFAULT_LIMIT,
+    before: Annotated[str | None, Query(description="nextBefore of the previous page, or an ISO time")] = None,
+) -> RunHistoryPage:
+    """The workflow's run history, newest first, one page at a time (follow `nextBefore`)."""
+    page = iface.run_history(iface.get_workflow(workflow_id), status, trigger, limit, before)
+    return RunHistoryPage(items=[history_item(r) for r in page.runs], next_before=page.next_before)
+
+
+@router.get("/workflows/{workflowId}/runs/summary", response_model=RunSummaryOut,
+            **permission("DATA", RUN, "read"))
+def workflow_run_summary(
+    workflow_id: WorkflowId, iface: Iface,
+    days: Annotated[int, Query(description=f"the window, 1 to {run_history.MAX_DAYS} days")] = run_history.DEFAULT_DAYS,
+) -> RunSummaryOut:
+    """For the monitor page: runs per status and trigger over the last `days` days, the last run,
+    the last failure and the average duration."""
+    workflow = iface.get_workflow(workflow_id)
+    summary = iface.run_summary(workflow, days)
+    return RunSummaryOut(
+        workflow_id=workflow.id, days=summary.days, since=summary.since, total=summary.total,
+        by_status=summary.by_status, by_trigger=summary.by_trigger,
+        last_run=history_item(summary.last_run) if summary.last_run else None,
+        last_failure=history_item(summary.last_failure) if summary.last_failure else None,
+        average_duration_ms=summary.average_duration_ms,
+    )
 
 
 @router.get("/runs", response_model=list[RunOut], **permission("DATA", RUN, "read"))
