@@ -131,11 +131,14 @@ def _validation_of(version: WorkflowVersion) -> list[FieldError]:
 
 
 def start_run(session: Session, user: User, workflow: Workflow, version: WorkflowVersion, input: Any = None,  # noqa: A002
-              mode: str = "full", trigger: str = "manual") -> WorkflowRun:
-    """begin_run: create a run of `version` in `running`, its frontier at the starting trigger.
+              mode: str = "full", trigger: str = "manual", start_node: str | None = None) -> WorkflowRun:
+    """begin_run: create a run of `version` in `running`, its frontier at the starting trigger:
+    `start_node` (the trigger node that fired: a schedule, the webhook whose path was called),
+    else the first trigger of the run's kind.
 
     Raises:
-        InvalidInput: the graph is not valid (every problem listed) or the mode is unknown.
+        InvalidInput: the graph is not valid (every problem listed), the mode is unknown or
+            `start_node` is no trigger of the graph.
     """
     if mode not in MODES:
         raise InvalidInput([FieldError("mode", f"must be one of {', '.join(MODES)}")])
@@ -143,8 +146,10 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     if errors:
         raise InvalidInput(errors)
     graph = Graph(version.graph)
+    if start_node is not None and not graph.nodes.get(start_node, {}).get("type", "").startswith("trigger."):
+        raise InvalidInput([FieldError("startNode", f"'{start_node}' is no trigger node of this workflow")])
     frontier = Frontier(graph)
-    frontier.prepare(_start_trigger(graph, trigger))
+    frontier.prepare(start_node or _start_trigger(graph, trigger))
     run = WorkflowRun(workflow_id=workflow.id, version_id=version.id, mandate_id=workflow.mandate_id,
                       feature_instance_id=workflow.feature_instance_id, status=lifecycle.RUNNING, mode=mode,
                       trigger=trigger, input=input, sys_created_by=user.id,

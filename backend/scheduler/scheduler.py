@@ -73,9 +73,9 @@ from sqlmodel import Session, select
 from backend.config import get_settings
 from backend.db import session_scope
 from backend.db.engine import write_gate
-from backend.db.models import User, Workflow, WorkflowRun, WorkflowVersion, utcnow
+from backend.db.models import Workflow, WorkflowRun, utcnow
 from backend.engine import worker
-from backend.errors import Forbidden, InvalidInput, NotFound
+from backend.errors import InvalidInput
 from backend.scheduler.cron import ScheduleError, parse_schedule
 from backend.scheduler.jobs import SCHEDULE_TYPE, JobSource, JobSpec, PublishedSchedules, event_id_for, job_id_for
 from backend.scheduler.lease import Lease
@@ -471,7 +471,9 @@ class Scheduler:
         if self._already_fired(session, workflow_id, node_id, fire_time, stamp):
             return "skipped: this fire time already ran", False, None
         entry = {"at": utcnow().isoformat(), "by": workflow.sys_created_by, "nodeId": node_id, "scheduledAt": stamp}
-        creator, refusal = self._creator(session, workflow)
+        from backend.triggers.launch import run_as_creator  # the triggers import the engine
+
+        creator, refusal = run_as_creator(session, workflow)
         if creator is None:
             workflow.append_execution_log({**entry, "action": "scheduleRefused", "reason": refusal})
             session.add(workflow)
@@ -481,32 +483,16 @@ class Scheduler:
 
         try:
             run = executor.start_run(session, creator, workflow, version,
-                                     {"scheduledAt": stamp, "triggerNodeId": node_id}, "full", trigger="schedule")
+                                     {"scheduledAt": stamp, "triggerNodeId": node_id}, "full", trigger="schedule",
+                                     start_node=node_id)
         except InvalidInput as exc:
             message = "; ".join(f"{e.node_id or ''} {e.field}: {e.message}".strip() for e in exc.errors)
             workflow.append_execution_log({**entry, "action": "scheduleFailed", "reason": message})
             session.add(workflow)
             return f"failed: {message}", False, None
-        self._start_at(session, run, version, node_id)
         workflow.append_execution_log({**entry, "action": "scheduledRun", "runId": run.id})
         session.add(workflow)
         return f"started run {run.id}", False, run.id
-
-    @staticmethod
-    def _start_at(session: Session, run: WorkflowRun, version: WorkflowVersion, node_id: str) -> None:
-        """The engine starts a "schedule" run at the graph's first trigger.schedule; with several
-        schedule nodes, start at the one that fired."""
-        from backend.engine.frontier import Frontier, Graph
-
-        first = next((n.get("id") for n in version.graph.get("nodes", [])
-                      if isinstance(n, dict) and n.get("type") == SCHEDULE_TYPE), None)
-        if first == node_id:
-            return
-        frontier = Frontier(Graph(version.graph))
-        frontier.prepare(node_id)
-        run.context = {**(run.context or {}), "frontier": frontier.to_state()}
-        session.add(run)
-        session.flush()
 
     @staticmethod
     def _already_fired(session: Session, workflow_id: str, node_id: str, fire_time: datetime, stamp: str) -> bool:
@@ -515,25 +501,6 @@ class Scheduler:
             WorkflowRun.started_at >= fire_time - DUPLICATE_WINDOW)).all()
         return any(isinstance(data, dict) and data.get("scheduledAt") == stamp and data.get("triggerNodeId") == node_id
                    for data in rows)
-
-    @staticmethod
-    def _creator(session: Session, workflow: Workflow) -> tuple[User | None, str | None]:
-        """The creator if they may still run the workflow now, else (None, why not)."""
-        from backend.features.graphical_editor.interface import get_interface  # the feature imports the engine
-
-        creator = session.get(User, workflow.sys_created_by) if workflow.sys_created_by else None
-        if creator is None:
-            return None, "the workflow has no creator (sysCreatedBy) to run as"
-        if creator.disabled:
-            return None, f"its creator {creator.username} is disabled"
-        try:
-            iface = get_interface(creator, None, workflow.feature_instance_id, session)
-            iface.require_resource("execute")
-            if not iface.can("workflow_run", "create"):
-                return None, f"its creator {creator.username} may no longer create runs"
-        except (NotFound, Forbidden):
-            return None, f"its creator {creator.username} may no longer execute workflows in this instance"
-        return creator, None
 
     # --- main-loop bridging ----------------------------------------------------------------------
 

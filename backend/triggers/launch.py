@@ -98,26 +98,31 @@ def published_triggers(session: Session, workflow_id: str, node_type: str) -> tu
     return workflow, version, nodes
 
 
-def creator_may_execute(session: Session, workflow: Workflow) -> User:
+def run_as_creator(session: Session, workflow: Workflow) -> tuple[User | None, str | None]:
     """The workflow's creator if they may still run it now (enabled, may open the instance, have
-    the execute right and may create runs there); else Forbidden, logged."""
+    the execute right and may create runs there), else (None, why not). Unattended runs —
+    schedules, webhooks, events, forms — all run as the creator with their current rights."""
     from backend.features.graphical_editor.interface import get_interface  # the feature imports the engine
 
     creator = session.get(User, workflow.sys_created_by) if workflow.sys_created_by else None
-    reason = None
     if creator is None:
-        reason = "it has no creator"
-    elif creator.disabled:
-        reason = f"its creator {creator.id} is disabled"
-    else:
-        try:
-            iface = get_interface(creator, None, workflow.feature_instance_id, session)
-            iface.require_resource("execute")
-            if not iface.can("workflow_run", "create"):
-                reason = f"its creator {creator.id} may no longer create runs"
-        except (NotFound, Forbidden):
-            reason = f"its creator {creator.id} may no longer execute workflows in its instance"
-    if reason is not None:
+        return None, "the workflow has no creator (sysCreatedBy) to run as"
+    if creator.disabled:
+        return None, f"its creator {creator.username} is disabled"
+    try:
+        iface = get_interface(creator, None, workflow.feature_instance_id, session)
+        iface.require_resource("execute")
+        if not iface.can("workflow_run", "create"):
+            return None, f"its creator {creator.username} may no longer create runs"
+    except (NotFound, Forbidden):
+        return None, f"its creator {creator.username} may no longer execute workflows in this instance"
+    return creator, None
+
+
+def creator_may_execute(session: Session, workflow: Workflow) -> User:
+    """:func:`run_as_creator`, refusing with Forbidden (logged) when the creator may not."""
+    creator, reason = run_as_creator(session, workflow)
+    if creator is None:
         log.warning("trigger refused for workflow %s: %s", workflow.id, reason)
         raise Forbidden(f"workflow {workflow.id} cannot be started: {reason}")
     return creator
@@ -126,7 +131,8 @@ def creator_may_execute(session: Session, workflow: Workflow) -> User:
 def start(session: Session, target: Target, input: Any, trigger: str) -> WorkflowRun:  # noqa: A002
     """Create the run of the published version as the creator (flushed, not committed)."""
     creator = creator_may_execute(session, target.workflow)
-    return executor.start_run(session, creator, target.workflow, target.version, input, "full", trigger=trigger)
+    return executor.start_run(session, creator, target.workflow, target.version, input, "full", trigger=trigger,
+                              start_node=target.node.get("id"))
 
 
 def submit(run_ids: list[str]) -> None:

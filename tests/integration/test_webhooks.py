@@ -303,3 +303,20 @@ def test_a_secret_that_is_no_standard_webhooks_key_is_refused_by_validation(api)
     assert not report["valid"]
     assert [e["field"] for e in report["errors"]] == ["parameters.secret"]
     assert "%%%" not in json.dumps(report)
+
+
+def test_the_run_starts_at_the_webhook_trigger_whose_path_was_called(api, secret):
+    graph = {"nodes": [{"id": "orders", **webhook_trigger(secret, path="orders")},
+                       {"id": "refunds", **webhook_trigger(secret, path="refunds")},
+                       {"id": "on_order", "type": "context.transform",
+                        "parameters": {"data": {}, "template": "order"}},
+                       {"id": "on_refund", "type": "context.transform",
+                        "parameters": {"data": {}, "template": "refund"}}],
+             "edges": [{"source": "orders", "target": "on_order"}, {"source": "refunds", "target": "on_refund"}]}
+    workflow_id = create_published(api, graph)
+    body = b"{}"
+    response = hook(api, workflow_id, body, sign(secret, body), path="refunds")
+    assert response.status_code == 202, response.text
+    run = wait_for_run(api, response.json()["runId"])
+    assert run["status"] == "completed", run
+    assert [s["nodeId"] for s in run["steps"]] == ["refunds", "on_refund"]
