@@ -158,9 +158,18 @@ def test_schedule_change_replaces_the_job_and_delete_removes_it(api, scheduler):
 
 
 @SQLITE_ONLY
-def test_invalid_schedules_are_refused_when_validating_and_publishing(api):
-    workflow_id = create_workflow(api, schedule_graph(cron="0 9 * *"), publish=False, active=False)
+def test_invalid_schedules_are_refused_when_saving_validating_and_publishing(api):
+    refused = api.client.post(f"{api.base()}/workflows", json={"name": "bad cron",
+                                                               "graph": schedule_graph(cron="0 9 * *")},
+                              headers=api.auth)
+    assert refused.status_code == 422 and refused.json()["errors"][0]["field"] == "parameters.cron"
+    workflow_id = create_workflow(api, schedule_graph(cron="0 9 * * *"), publish=False, active=False)
     url = f"{api.base()}/workflows/{workflow_id}"
+    # A graph stored before this check (or imported) is still reported by validate and refused by publish.
+    with session_scope() as session:
+        draft = session.exec(select(WorkflowVersion).where(WorkflowVersion.workflow_id == workflow_id)).one()
+        draft.graph = schedule_graph(cron="0 9 * *")
+        session.add(draft)
     report = api.client.post(f"{url}/validate", headers=api.auth).json()
     assert report["valid"] is False
     assert [(e["nodeId"], e["field"]) for e in report["errors"]] == [("tick", "parameters.cron")]
@@ -172,8 +181,7 @@ def test_invalid_schedules_are_refused_when_validating_and_publishing(api):
                                      ({"intervalSeconds": 0}, "parameters.intervalSeconds", "greater than"),
                                      ({"cron": "* * * * *", "timezone": "Mars/Base"}, "parameters.timezone",
                                       "unknown time zone")):
-        api.client.put(f"{url}/draft", json={"graph": schedule_graph(**parameters)}, headers=api.auth)
-        refused = api.client.post(f"{url}/publish", headers=api.auth)
+        refused = api.client.put(f"{url}/draft", json={"graph": schedule_graph(**parameters)}, headers=api.auth)
         assert refused.status_code == 422, refused.text
         (error,) = refused.json()["errors"]
         assert (error["nodeId"], error["field"]) == ("tick", field) and words in error["message"]

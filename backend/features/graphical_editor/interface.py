@@ -19,6 +19,7 @@ from backend.rbac.rights import Level
 from backend.statemachines import workflow_run as run_lifecycle
 from backend.workflows import run_history as history
 from backend.workflows import service
+from backend.workflows.validation import validate_graph
 
 FEATURE_CODE = "graphicalEditor"
 
@@ -80,6 +81,8 @@ class GraphicalEditorInterface:
 
     def create_workflow(self, name: Any, description: str = "", graph: Any = None) -> Workflow:
         self._require("workflow", "create")
+        if graph is not None:
+            _refuse_bad_schedules(graph)
         return service.create_workflow(self.session, self.user, self.instance, name, description, graph)
 
     def update_workflow(self, workflow: Workflow, name: Any = None, description: str | None = None,
@@ -98,7 +101,11 @@ class GraphicalEditorInterface:
         return service.list_versions(self.session, workflow)
 
     def save_draft(self, workflow: Workflow, graph: Any) -> WorkflowVersion:
+        """Save the draft. A draft may be incomplete, but a schedule it cannot run is refused at
+        once (422 naming node and field), as when creating: a wrong cron, interval or time zone
+        is never work in progress worth keeping, and finding out only at publish time is late."""
         self._require("workflow", "update", workflow)
+        _refuse_bad_schedules(graph)
         return service.save_draft(self.session, self.user, workflow, graph)
 
     def validate_workflow(self, workflow: Workflow) -> list[FieldError]:
@@ -212,6 +219,20 @@ class GraphicalEditorInterface:
         retry = recovery.retry_failed_run(self.session, self.user, run)
         self.session.commit()
         return self._executed(retry)
+
+
+def _node_type(graph: Any, node_id: str) -> str | None:
+    nodes = graph.get("nodes") if isinstance(graph, dict) else None
+    return next((n.get("type") for n in nodes or [] if isinstance(n, dict) and n.get("id") == node_id), None)
+
+
+def _refuse_bad_schedules(graph: Any) -> None:
+    """InvalidInput naming node and field for every trigger.schedule parameter problem."""
+    errors = [error for error in validate_graph(graph)
+              if error.node_id and error.field.startswith("parameters")
+              and _node_type(graph, error.node_id) == "trigger.schedule"]
+    if errors:
+        raise InvalidInput(errors)
 
 
 def get_interface(
