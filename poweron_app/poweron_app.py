@@ -11,6 +11,7 @@ from backend.engine.timers import start_timer_thread
 from backend.notifications.notifier import start_notifier
 from backend.scheduler.scheduler import start_scheduler
 from poweron_app.pages.admin import admin_page
+from poweron_app.pages.forms import form_page
 from poweron_app.pages.login import login_page
 from poweron_app.pages.notifications import notifications_page
 from poweron_app.pages.pending import PENDING_PAGES, pending_page
@@ -19,6 +20,7 @@ from poweron_app.pages.tokens import tokens_page
 from poweron_app.pages.workflows import workflows_page
 from state.admin import AdminState
 from state.auth import AuthState
+from state.forms import FormPageState
 from state.notifications import NotificationsState
 from state.sso import SsoState
 from state.tokens import TokensState
@@ -46,6 +48,8 @@ def _prepare_database() -> None:
 app = rx.App(api_transformer=create_api())
 app.register_lifespan_task(_prepare_database)
 
+# Dynamic route first, so that no fixed route is taken for it. Public: no sign-in, no shell.
+app.add_page(form_page, route="/forms/[workflow_id]", title="Form · PowerOn", on_load=FormPageState.load)
 app.add_page(rx.center(rx.spinner()), route="/", title="PowerOn", on_load=AuthState.route_home)
 app.add_page(login_page, route="/login", title="Sign in · PowerOn",
              on_load=[AuthState.redirect_signed_in, SsoState.check_enabled])
