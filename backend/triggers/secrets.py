@@ -1,27 +1,71 @@
-"""Webhook secrets in API answers: shown only to those who may change the workflow.
+"""Webhook secrets: sealed at rest, shown only to those who may change the workflow.
 
-The trigger.webhook `secret` lives in the graph (DESIGN §4). Whoever may update the workflow
-sees and edits it; everybody else (read-only roles) gets the graph with every webhook secret
-replaced by MASK. The secret is never logged (backend/triggers/webhooks.py) and step logs mask
-keys named like secrets (backend/engine/steps.py).
+The trigger.webhook `secret` lives in the graph (DESIGN §4). Every graph is stored with its
+webhook secrets sealed (backend/crypto.py) — saving a draft or creating a workflow seals them,
+and a MASK sent back in place of a secret keeps the stored one, so a graph fetched and saved
+again loses nothing. Answers show the clear secret only to callers who may update the workflow
+(they configure the sender with it); everybody else, and every agent tool, gets MASK. The
+secret is never logged (backend/triggers/webhooks.py) and step logs mask keys named like
+secrets (backend/engine/steps.py).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
+from backend.crypto import seal, unseal
+
 MASK = "********"
+WEBHOOK = "trigger.webhook"
 
 
-def redact(graph: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A copy of `graph` with the secret of every trigger.webhook node replaced by MASK."""
+def _with_secrets(graph: Any, change: Callable[[dict[str, Any], str], str | None]) -> Any:
+    """A copy of `graph` whose webhook secrets are replaced by change(node, secret) (None drops it)."""
     if not isinstance(graph, dict) or not any(
-            isinstance(n, dict) and n.get("type") == "trigger.webhook" for n in graph.get("nodes", [])):
+            isinstance(n, dict) and n.get("type") == WEBHOOK for n in graph.get("nodes") or []):
         return graph
     graph = copy.deepcopy(graph)
-    for node in graph.get("nodes", []):
+    for node in graph.get("nodes") or []:
         parameters = node.get("parameters") if isinstance(node, dict) else None
-        if node.get("type") == "trigger.webhook" and isinstance(parameters, dict) and parameters.get("secret"):
-            parameters["secret"] = MASK
+        if node.get("type") == WEBHOOK and isinstance(parameters, dict) and parameters.get("secret"):
+            replaced = change(node, parameters["secret"])
+            if replaced is None:
+                parameters.pop("secret")
+            else:
+                parameters["secret"] = replaced
     return graph
+
+
+def redact(graph: Any) -> Any:
+    """A copy of `graph` with the secret of every trigger.webhook node replaced by MASK."""
+    return _with_secrets(graph, lambda node, secret: MASK)
+
+
+def reveal(graph: Any) -> Any:
+    """A copy of `graph` with its webhook secrets in clear (for those who may change it)."""
+    return _with_secrets(graph, lambda node, secret: unseal(secret) if isinstance(secret, str) else secret)
+
+
+def seal_secrets(graph: Any, previous: Any = None) -> Any:
+    """`graph` as it is stored: webhook secrets sealed; MASK keeps the secret the node with the
+    same id has in `previous` (the graph being replaced), or none when it had none."""
+    kept: dict[str, Any] = {}
+    if isinstance(previous, dict):
+        for node in previous.get("nodes") or []:
+            if isinstance(node, dict) and node.get("type") == WEBHOOK:
+                kept[node.get("id")] = (node.get("parameters") or {}).get("secret")
+
+    def sealed(node: dict[str, Any], secret: Any) -> str | None:
+        if secret == MASK:
+            return kept.get(node.get("id"))
+        return seal(secret) if isinstance(secret, str) else secret
+
+    return _with_secrets(graph, sealed)
+
+
+def secret_of(parameters: dict[str, Any]) -> str | None:
+    """The clear secret of a trigger.webhook's parameters, or None."""
+    secret = parameters.get("secret")
+    return unseal(secret) if isinstance(secret, str) and secret else None

@@ -40,6 +40,7 @@ from backend.db.engine import write_gate
 from backend.db.models import WebhookDelivery
 from backend.errors import FieldError, Forbidden, InvalidInput, NotFound
 from backend.triggers import launch
+from backend.triggers.secrets import secret_of
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def verify(target: launch.Target, body: bytes, headers: Mapping[str, str]) -> st
         Unauthorized: no secret configured, missing or malformed headers, a timestamp outside
             ±5 minutes, or no signature that matches.
     """
-    secret = target.parameters.get("secret")
+    secret = secret_of(target.parameters)
     where = f"trigger '{target.node.get('id')}' of workflow {target.workflow.id}"
     if not secret:
         log.warning("webhook call refused: %s has no secret, so no call can be verified", where)

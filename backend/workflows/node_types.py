@@ -72,8 +72,10 @@ class WebhookParams(_Params):
         if value is not None:
             from standardwebhooks.webhooks import Webhook
 
+            from backend.crypto import unseal  # stored graphs hold the secret sealed
+
             try:
-                Webhook(value)
+                Webhook(unseal(value))
             except Exception:  # noqa: BLE001 - bad base64, empty key
                 raise ValueError("must be a Standard Webhooks secret: whsec_ followed by base64") from None
         return value

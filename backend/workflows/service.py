@@ -24,6 +24,7 @@ from backend.db.models import (
 )
 from backend.errors import Conflict, FieldError, InvalidInput, NotFound
 from backend.statemachines import workflow_version as lifecycle
+from backend.triggers.secrets import seal_secrets
 from backend.workflows import changes
 from backend.workflows.graph import default_graph, require_valid_structure
 from backend.workflows.validation import validate_graph
@@ -83,7 +84,7 @@ def create_workflow(
 ) -> Workflow:
     """A new workflow whose first draft holds `graph` (a lone manual trigger by default)."""
     name = _clean_name(name)
-    graph = require_valid_structure(graph) if graph is not None else default_graph()
+    graph = seal_secrets(require_valid_structure(graph)) if graph is not None else default_graph()
     _require_unique_name(session, instance, name)
     workflow = Workflow(
         mandate_id=instance.mandate_id,
@@ -218,9 +219,13 @@ def save_draft(session: Session, user: User, workflow: Workflow, graph: Any) -> 
 
     A published version is never changed: editing starts a new draft next to it. Only the
     structure is checked: a draft may be incomplete (validate_workflow reports the rest).
+    Webhook secrets are stored sealed; a masked one keeps the stored secret
+    (backend/triggers/secrets.py).
     """
     graph = require_valid_structure(graph)
     draft = draft_version(session, workflow)
+    edited = draft or published_version(session, workflow)
+    graph = seal_secrets(graph, edited.graph if edited is not None else None)
     if draft is None:
         draft = WorkflowVersion(
             workflow_id=workflow.id,

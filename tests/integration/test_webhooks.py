@@ -14,7 +14,7 @@ from sqlmodel import select
 
 from backend.config import reset_settings_cache
 from backend.db import session_scope
-from backend.db.models import User, WebhookDelivery, Workflow
+from backend.db.models import User, WebhookDelivery, Workflow, WorkflowVersion
 from backend.engine import worker
 from backend.engine.worker import shutdown_worker
 from backend.tenancy import grant_mandate_roles
@@ -320,3 +320,27 @@ def test_the_run_starts_at_the_webhook_trigger_whose_path_was_called(api, secret
     run = wait_for_run(api, response.json()["runId"])
     assert run["status"] == "completed", run
     assert [s["nodeId"] for s in run["steps"]] == ["refunds", "on_refund"]
+
+
+def test_the_secret_is_sealed_at_rest_and_a_masked_one_keeps_it(api, secret):
+    workflow_id = create_published(api, echo_graph(webhook_trigger(secret)))
+    with session_scope() as session:
+        stored = [v.graph for v in session.exec(select(WorkflowVersion)
+                                                .where(WorkflowVersion.workflow_id == workflow_id)).all()]
+    stored_secrets = [n["parameters"]["secret"] for g in stored for n in g["nodes"] if n["type"] == "trigger.webhook"]
+    assert stored_secrets and all(s.startswith("sealed:v1:") and secret.removeprefix("whsec_") not in s
+                                  for s in stored_secrets)
+    url = f"{api.base()}/workflows/{workflow_id}"
+    # The editor gets it in clear, sends the graph back with the secret masked: it is kept.
+    versions = api.client.get(f"{url}/versions", headers=api.auth).json()
+    graph = next(v["graph"] for v in versions if v["status"] == "published")
+    assert next(n for n in graph["nodes"] if n["type"] == "trigger.webhook")["parameters"]["secret"] == secret
+    for node in graph["nodes"]:
+        if node["type"] == "trigger.webhook":
+            node["parameters"]["secret"] = "********"
+    assert api.client.put(f"{url}/draft", json={"graph": graph}, headers=api.auth).status_code == 200
+    assert api.client.post(f"{url}/publish", headers=api.auth).status_code == 200
+    body = b'{"still": "signed"}'
+    response = hook(api, workflow_id, body, sign(secret, body))
+    assert response.status_code == 202, response.text
+    assert wait_for_run(api, response.json()["runId"])["status"] == "completed"

@@ -33,6 +33,7 @@ from backend.db.models import FeatureInstance, Workflow, WorkflowRun, WorkflowVe
 from backend.engine.steps import split_error
 from backend.errors import FieldError, Forbidden
 from backend.features.graphical_editor.interface import FEATURE_CODE, GraphicalEditorInterface, get_interface
+from backend.triggers.secrets import redact
 from backend.workflows import service
 from backend.workflows.graph import default_graph
 from backend.workflows.node_types import DEFAULT_HANDLE, NodeType, palette
@@ -298,7 +299,7 @@ def read_workflow_graph(params: WorkflowParams, context: ActionContext) -> dict[
     iface = _editor(context, params.editor_instance_id)
     workflow = iface.get_workflow(params.workflow_id)
     version = _edited_version(iface, workflow)
-    graph = _graph_of(version)
+    graph = redact(_graph_of(version))  # agents never see webhook secrets
     return {"workflowId": workflow.id, "name": workflow.name, "description": workflow.description or None,
             "version": _version_info(version),
             "nodes": [_compact_node(n) for n in graph["nodes"] if isinstance(n, dict)],

@@ -80,7 +80,7 @@ def workflow_detail(iface: GraphicalEditorInterface, workflow: Workflow) -> Work
 
 def shown_graph(iface: GraphicalEditorInterface, workflow: Workflow, graph: dict) -> dict:
     """The graph as this caller may see it: webhook secrets only for those who may change the workflow."""
-    return graph if iface.can("workflow", "update", workflow) else webhook_secrets.redact(graph)
+    return webhook_secrets.reveal(graph) if iface.can("workflow", "update", workflow) else webhook_secrets.redact(graph)
 
 
 @router.get("/workflows", response_model=list[WorkflowOut], **permission("DATA", WORKFLOW, "read"))
