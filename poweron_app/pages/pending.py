@@ -6,18 +6,19 @@ from components.shell import empty_state, gated, page_shell
 
 # title: (icon, heading, text, the AuthState navigation flag that grants the page)
 PENDING_PAGES = {
-    "Workspace": ("message-square", "The AI workspace is not available yet",
-                  "Chatting with the agent over your files and sources will appear here once "
-                  "the AI service is set up in this version of PowerOn.", "nav_workspace"),
+    "Workspace": ("message-square", "The AI workspace page is not built yet",
+                  "The agent already works through the REST API (POST /api/workspace/{instanceId}/agent "
+                  "streams its answer); the chat, your files and sources will appear here.", "nav_workspace"),
     "Editor": ("workflow", "The graphical editor is not available yet",
                "Workflows can already be created, renamed and deleted on the Workflows page and "
                "edited through the REST API; the visual canvas will appear here.", "nav_graphical_editor"),
-    "Monitor": ("activity", "Nothing to monitor yet",
-                "Running automations, next scheduled runs and error rates will appear here once "
-                "workflows can be executed.", "nav_graphical_editor"),
-    "Inbox": ("inbox", "Your inbox is empty",
-              "Approvals and forms that workflows ask of you will appear here once workflows can "
-              "be executed.", "nav_graphical_editor"),
+    "Monitor": ("activity", "The monitoring page is not built yet",
+                "Workflows already run on schedules, webhooks and events; their run history is available "
+                "through the REST API (…/workflows/{workflowId}/runs) and failures reach you as "
+                "notifications. The dashboard will appear here.", "nav_graphical_editor"),
+    "Inbox": ("inbox", "The inbox page is not built yet",
+              "Approvals and forms that workflows ask of you are already listed and completed through "
+              "the REST API (/api/tasks); they will appear here.", "nav_graphical_editor"),
 }
 
 

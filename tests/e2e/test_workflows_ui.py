@@ -90,6 +90,7 @@ def test_pages_without_their_capability_say_so(page: Page):
     expect(page).to_have_url(re.compile(r"/workflows$"))
     page.goto("/")
     expect(page).to_have_url(re.compile(r"/workflows$"))
-    for nav, heading in (("monitor", "Nothing to monitor yet"), ("inbox", "Your inbox is empty")):
+    for nav, heading in (("monitor", "The monitoring page is not built yet"),
+                         ("inbox", "The inbox page is not built yet")):
         page.locator(f"#nav-{nav}").click()
         expect(page.locator("#empty-state")).to_contain_text(heading)
