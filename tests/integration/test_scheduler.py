@@ -29,6 +29,7 @@ from backend.db import session_scope
 from backend.db.models import SchedulerLease, User, Workflow, WorkflowRun, WorkflowVersion
 from backend.scheduler.jobs import job_id_for
 from backend.scheduler.scheduler import Scheduler
+from tests.integration.test_engine_events import run_in_own_loop
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -330,7 +331,7 @@ def test_process_lifecycle_setting_and_main_loop_bridging(app_config, monkeypatc
         return await asyncio.wait_for(done, 5)
 
     try:
-        assert asyncio.run(in_the_app_loop()) == "ran in the loop"
+        assert run_in_own_loop(in_the_app_loop) == "ran in the loop"
         assert get_scheduler().synced.wait(15) and get_scheduler().leading
     finally:
         stop_scheduler()
