@@ -18,6 +18,7 @@ from poweron_app.pages.pending import PENDING_PAGES, pending_page
 from poweron_app.pages.sso import sso_page
 from poweron_app.pages.tokens import tokens_page
 from poweron_app.pages.workflows import workflows_page
+from poweron_app.pages.workspace import workspace_page
 from state.admin import AdminState
 from state.auth import AuthState
 from state.forms import FormPageState
@@ -25,6 +26,7 @@ from state.notifications import NotificationsState
 from state.sso import SsoState
 from state.tokens import TokensState
 from state.workflows import WorkflowsState
+from state.workspace import WorkspaceState
 
 
 def _prepare_database() -> None:
@@ -54,6 +56,7 @@ app.add_page(rx.center(rx.spinner()), route="/", title="PowerOn", on_load=AuthSt
 app.add_page(login_page, route="/login", title="Sign in · PowerOn",
              on_load=[AuthState.redirect_signed_in, SsoState.check_enabled])
 app.add_page(workflows_page, route="/workflows", title="Workflows · PowerOn", on_load=WorkflowsState.load)
+app.add_page(workspace_page, route="/workspace", title="Workspace · PowerOn", on_load=WorkspaceState.load)
 app.add_page(admin_page, route="/admin", title="Admin · PowerOn", on_load=AdminState.load)
 app.add_page(tokens_page, route="/tokens", title="API tokens · PowerOn", on_load=TokensState.load)
 app.add_page(notifications_page, route="/notifications", title="Notifications · PowerOn",

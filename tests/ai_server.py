@@ -127,6 +127,7 @@ class Reply:
     fragment: int = 7  # stream: characters of tool-call arguments per piece
     cut_after: int | None = None  # stream: close the connection after this many content pieces
     hang_after: int | None = None  # stream: stop sending after this many pieces and hold the line
+    pace: float = 0.0  # stream: seconds between pieces (to watch text arrive in parts)
 
 
 Responder = Callable[[RecordedRequest], "Reply | str | dict | None"]
@@ -430,6 +431,8 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.hang_after is not None and number > reply.hang_after:
                 self.scripted._sleep(3600)
                 return
+            if reply.pace and number:
+                self.scripted._sleep(reply.pace)
             self.wfile.write(piece)
             self.wfile.flush()
 

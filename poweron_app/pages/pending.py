@@ -6,9 +6,6 @@ from components.shell import empty_state, gated, page_shell
 
 # title: (icon, heading, text, the AuthState navigation flag that grants the page)
 PENDING_PAGES = {
-    "Workspace": ("message-square", "The AI workspace page is not built yet",
-                  "The agent already works through the REST API (POST /api/workspace/{instanceId}/agent "
-                  "streams its answer); the chat, your files and sources will appear here.", "nav_workspace"),
     "Editor": ("workflow", "The graphical editor is not available yet",
                "Workflows can already be created, renamed and deleted on the Workflows page and "
                "edited through the REST API; the visual canvas will appear here.", "nav_graphical_editor"),

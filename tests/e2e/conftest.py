@@ -4,6 +4,8 @@ The app gets its own ports, a temp data folder and SQLite database, and a known 
 password; it is stopped with its whole process group afterwards. Single sign-on is on: an
 OpenID Connect provider (tests/oidc_provider.py) runs on 127.0.0.1 for as long as the app does,
 and new SSO users join the mandate `SSO_MANDATE` (which the tests create) with role `user`.
+The app's AI provider is a scripted OpenAI-compatible server (tests/ai_server.py) on 127.0.0.1,
+`running_app.ai`: tests queue the model's replies on it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from tests.ai_server import ScriptedAiServer
 from tests.oidc_provider import Provider, serve
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +45,7 @@ class RunningApp:
     api_url: str
     log: Path
     oidc: Provider  # the app's identity provider
+    ai: ScriptedAiServer  # the app's AI provider (OPENAI_BASE_URL)
 
 
 def _free_port() -> int:
@@ -72,9 +76,11 @@ def _wait_until_up(app: RunningApp, process: subprocess.Popen) -> None:
     raise RuntimeError(f"app did not come up in {START_TIMEOUT}s:\n{app.log.read_text()[-4000:]}")
 
 
-def _app_env(ui_url: str, api_url: str, data: Path, no_reload: Path, provider: Provider) -> dict[str, str]:
+def _app_env(ui_url: str, api_url: str, data: Path, no_reload: Path, provider: Provider,
+             ai: ScriptedAiServer) -> dict[str, str]:
+    environment = {k: v for k, v in os.environ.items() if k != "POWERON_AI_PROVIDERS"}
     return {
-        **os.environ,
+        **environment,
         "PATH": f"{_node_bin()}:{os.environ['PATH']}",
         "REFLEX_USE_NPM": "1",
         "REFLEX_TELEMETRY_ENABLED": "false",
@@ -91,6 +97,10 @@ def _app_env(ui_url: str, api_url: str, data: Path, no_reload: Path, provider: P
         "POWERON_OIDC_ROLES": "user",
         "POWERON_UI_URL": ui_url,
         "POWERON_API_URL": api_url,
+        "OPENAI_BASE_URL": ai.base_url,
+        "OPENAI_API_KEY": ai.api_key,
+        "POWERON_AI_MODEL": "test-model",
+        "POWERON_AI_TIMEOUT_SECONDS": "30",  # a stopped run's hung model call ends within the suite
         # Editing tests or app code while the suite runs must not restart the app's backend
         # mid-test (that loses its state): it watches an empty folder only, like `make run`.
         "REFLEX_HOT_RELOAD_OVERRIDE_PATHS": str(no_reload),
@@ -106,15 +116,16 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
     log = data / "reflex.log"
     registered = Provider(client_id=OIDC_CLIENT_ID, client_secret=OIDC_CLIENT_SECRET,
                           redirect_uri=f"{api_url}/api/auth/oidc/callback")
+    ai = ScriptedAiServer().start()
     with serve(registered) as provider:
         with log.open("w") as out:
             process = subprocess.Popen(
                 [str(PROJECT_ROOT / ".venv" / "bin" / "reflex"), "run",
                  "--frontend-port", str(ui_port), "--backend-port", str(api_port)],
-                cwd=PROJECT_ROOT, env=_app_env(ui_url, api_url, data, no_reload, provider),
+                cwd=PROJECT_ROOT, env=_app_env(ui_url, api_url, data, no_reload, provider, ai),
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )
-        app = RunningApp(ui_url, api_url, log, provider)
+        app = RunningApp(ui_url, api_url, log, provider, ai)
         try:
             _wait_until_up(app, process)
             yield app
@@ -124,6 +135,7 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
+            ai.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,194 @@
+"""The chat parts every page with an agent uses: the ChatBar (prompt input) and the ChatStream
+(the messages: prompts, streamed answers, tool cards, escalations, sub-agents, guards, usage).
+
+Both take their data and event handlers as arguments, so the Workspace and the Editor's sidebar
+share them unchanged. Items are :class:`state.chat_items.ChatItem` dicts.
+"""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from state.chat_items import ChatItem
+
+
+def chat_bar(on_submit, on_stop, streaming, disabled_reason, placeholder: str = "Ask the agent…") -> rx.Component:
+    """The prompt input: grows with its text, Enter sends, Shift+Enter breaks the line.
+
+    Args:
+        on_submit: Event handler taking the form data ({"prompt": text}).
+        on_stop: Event handler that stops the streaming answer.
+        streaming: Bool var: an answer is streaming (Send is replaced by Stop).
+        disabled_reason: Str var: why nothing can be sent ("" when it can); shown under the bar.
+        placeholder: The input's placeholder.
+    """
+    disabled = disabled_reason != ""
+    return rx.vstack(
+        rx.form(
+            rx.hstack(
+                rx.text_area(
+                    name="prompt", id="chat-input", placeholder=placeholder, enter_key_submit=True,
+                    auto_height=True, rows="2", max_height="14em", disabled=disabled, width="100%",
+                    resize="none",
+                ),
+                rx.cond(
+                    streaming,
+                    rx.button(rx.icon("square", size=16), "Stop", type="button", on_click=on_stop, id="chat-stop",
+                              color_scheme="red", variant="soft"),
+                    rx.button(rx.icon("send-horizontal", size=16), "Send", type="submit", id="chat-send",
+                              disabled=disabled),
+                ),
+                width="100%",
+                align="end",
+                spacing="2",
+            ),
+            on_submit=on_submit,
+            reset_on_submit=False,
+            width="100%",
+        ),
+        rx.cond(
+            disabled,
+            rx.text(rx.icon("info", size=14), disabled_reason, id="chat-disabled-reason", size="2",
+                    color_scheme="gray", display="flex", align_items="center", gap="0.4em"),
+            rx.text("Enter sends · Shift+Enter for a new line", size="1", color_scheme="gray"),
+        ),
+        width="100%",
+        spacing="1",
+    )
+
+
+def _status_badge(status) -> rx.Component:
+    return rx.match(
+        status,
+        ("ok", rx.badge("ok", color_scheme="green", variant="soft", class_name="card-status")),
+        ("failed", rx.badge("failed", color_scheme="red", variant="soft", class_name="card-status")),
+        ("running", rx.badge(rx.spinner(size="1"), "running", variant="soft", class_name="card-status")),
+        rx.fragment(),
+    )
+
+
+def _pre(text) -> rx.Component:
+    return rx.code_block(text, language="json", wrap_long_lines=True, font_size="0.8em", width="100%")
+
+
+def _user_message(message: ChatItem) -> rx.Component:
+    return rx.box(
+        rx.text(message["text"], white_space="pre-wrap"),
+        class_name="user-message",
+        align_self="end",
+        max_width="80%",
+        padding="0.6em 0.9em",
+        border_radius="10px",
+        background_color=rx.color("accent", 3),
+    )
+
+
+def _assistant_message(message: ChatItem) -> rx.Component:
+    return rx.box(rx.markdown(message["text"]), class_name="assistant-message", width="100%")
+
+
+def _tool_card(message: ChatItem) -> rx.Component:
+    return rx.box(
+        rx.el.details(
+            rx.el.summary(
+                rx.hstack(rx.icon("wrench", size=14), rx.text("Tool ", rx.code(message["name"]), size="2"),
+                          _status_badge(message["status"]), spacing="2", align="center", display="inline-flex"),
+                cursor="pointer",
+            ),
+            rx.vstack(
+                rx.cond(message["detail"] != "",
+                        rx.vstack(rx.text("Arguments", size="1", color_scheme="gray"), _pre(message["detail"]),
+                                  width="100%", spacing="1")),
+                rx.cond(message["result"] != "",
+                        rx.vstack(rx.text("Result", size="1", color_scheme="gray"),
+                                  rx.text(message["result"], size="1", white_space="pre-wrap",
+                                          class_name="tool-result", word_break="break-all"),
+                                  width="100%", spacing="1")),
+                spacing="2", padding_top="0.5em", width="100%",
+            ),
+        ),
+        class_name="tool-card",
+        width="100%",
+        padding="0.5em 0.75em",
+        border=f"1px solid {rx.color('gray', 5)}",
+        border_radius="8px",
+    )
+
+
+def _escalation_card(message: ChatItem) -> rx.Component:
+    return rx.callout.root(
+        rx.callout.icon(rx.icon("package-plus", size=16)),
+        rx.callout.text(
+            rx.cond(message["status"] == "failed", "Toolbox refused: ", "Toolbox requested: "),
+            rx.text.strong(message["name"], class_name="escalation-toolbox"),
+            rx.cond(message["text"] != "",
+                    rx.fragment(" — ", rx.text.em(message["text"], class_name="escalation-reason"))),
+            rx.cond(message["detail"] != "", rx.text(" Tools: ", message["detail"], size="1", color_scheme="gray")),
+        ),
+        class_name="escalation-card",
+        color_scheme=rx.cond(message["status"] == "failed", "orange", "blue"),
+        size="1",
+        width="100%",
+    )
+
+
+def _subagent_card(message: ChatItem) -> rx.Component:
+    return rx.box(
+        rx.el.details(
+            rx.el.summary(
+                rx.hstack(rx.icon("bot", size=14), rx.text("Asked the data agent of ", rx.code(message["name"]),
+                                                           size="2"),
+                          _status_badge(message["status"]), spacing="2", align="center", display="inline-flex"),
+                cursor="pointer",
+            ),
+            rx.text(message["text"], size="2", white_space="pre-wrap", padding_top="0.4em"),
+            rx.cond(message["result"] != "", rx.text(message["result"], size="1", white_space="pre-wrap",
+                                                     color_scheme="gray")),
+        ),
+        class_name="subagent-card",
+        width="100%",
+        padding="0.5em 0.75em",
+        border=f"1px dashed {rx.color('gray', 6)}",
+        border_radius="8px",
+    )
+
+
+def _notice(message: ChatItem, icon: str, color: str, class_name: str) -> rx.Component:
+    return rx.callout(message["text"], icon=icon, color_scheme=color, size="1", class_name=class_name,
+                      width="100%")
+
+
+def chat_item(message: ChatItem) -> rx.Component:
+    return rx.match(
+        message["kind"],
+        ("user", _user_message(message)),
+        ("assistant", _assistant_message(message)),
+        ("tool", _tool_card(message)),
+        ("escalation", _escalation_card(message)),
+        ("subagent", _subagent_card(message)),
+        ("guard", _notice(message, "shield-alert", "amber", "guard-card")),
+        ("usage", rx.text(message["text"], size="1", color_scheme="gray", class_name="usage-line")),
+        ("error", _notice(message, "triangle-alert", "red", "chat-error")),
+        ("cancelled", _notice(message, "circle-stop", "gray", "chat-cancelled")),
+        rx.fragment(),
+    )
+
+
+def chat_stream(messages, streaming,
+                empty_text: str = "Ask the agent anything; its answer streams here.") -> rx.Component:
+    """The conversation: every item in order, a spinner while the answer streams."""
+    return rx.vstack(
+        rx.cond(
+            messages.length() > 0,
+            rx.foreach(messages, chat_item),
+            rx.text(empty_text, color_scheme="gray", id="chat-empty"),
+        ),
+        rx.cond(streaming, rx.hstack(rx.spinner(size="2"), rx.text("working…", size="2", color_scheme="gray"),
+                                     id="chat-streaming", align="center")),
+        id="chat-stream",
+        width="100%",
+        spacing="3",
+        align="start",
+        flex="1",
+        overflow_y="auto",
+    )

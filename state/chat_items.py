@@ -1,0 +1,161 @@
+"""The items a chat shows (components/chat.py renders them), built from agent events as they
+stream and from a run's persisted trace when a chat is reopened.
+
+Pure functions over plain dicts, so every page with an agent (Workspace, the Editor's sidebar)
+builds its chat the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypedDict
+
+RESULT_SHOWN = 800  # characters of a tool result a card shows
+ARGUMENTS_SHOWN = 2_000
+
+
+class ChatItem(TypedDict):
+    """One entry of a chat.
+
+    kind: user, assistant, tool, escalation, subagent, guard, usage, error, cancelled.
+    status: running, ok or failed (tool, escalation and sub-agent cards), else "".
+    """
+
+    kind: str
+    text: str
+    name: str
+    detail: str
+    result: str
+    status: str
+    call_id: str
+    run_id: str
+
+
+def item(kind: str, text: str = "", *, name: str = "", detail: str = "", result: str = "", status: str = "",
+         call_id: str = "", run_id: str = "") -> ChatItem:
+    return ChatItem(kind=kind, text=text, name=name, detail=detail, result=result, status=status,
+                    call_id=call_id, run_id=run_id)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f" … ({len(text) - limit:,} more characters)"
+
+
+def _json_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return _shorten(value, ARGUMENTS_SHOWN)
+    return _shorten(json.dumps(value, indent=2, ensure_ascii=False, default=str), ARGUMENTS_SHOWN)
+
+
+def _status(ok: Any) -> str:
+    return "ok" if ok else "failed"
+
+
+def usage_text(prompt_tokens: int | None, completion_tokens: int | None, cost_chf: float | None) -> str:
+    tokens = f"{prompt_tokens or 0:,} tokens in · {completion_tokens or 0:,} out"
+    return tokens + (f" · CHF {cost_chf:.4f}" if cost_chf is not None else "")
+
+
+def _last_index(items: list[ChatItem], call_id: str, kind: str) -> int | None:
+    for index in range(len(items) - 1, -1, -1):
+        if items[index]["call_id"] == call_id and items[index]["kind"] == kind:
+            return index
+    return None
+
+
+def apply_event(items: list[ChatItem], kind: str, data: dict[str, Any]) -> list[ChatItem]:
+    """`items` with one agent event (type `kind`, its data) applied; a new list."""
+    items = list(items)
+    run_id = str(data.get("runId") or "")
+    sub = " (sub-agent)" if data.get("subAgentRunId") else ""
+    if kind == "text.delta":
+        last = items[-1] if items else None
+        if last is not None and last["kind"] == "assistant" and last["run_id"] == run_id:
+            items[-1] = {**last, "text": last["text"] + str(data.get("text") or "")}
+        else:
+            items.append(item("assistant", str(data.get("text") or ""), run_id=run_id))
+    elif kind == "tool.started":
+        items.append(item("tool", name=str(data.get("name") or "") + sub, detail=_json_text(data.get("arguments")),
+                          status="running", call_id=str(data.get("callId") or ""), run_id=run_id))
+    elif kind == "tool.finished":
+        index = _last_index(items, str(data.get("callId") or ""), "tool")
+        result = _shorten(str(data.get("result") or ""), RESULT_SHOWN)
+        if index is None:
+            items.append(item("tool", name=str(data.get("name") or "") + sub, result=result,
+                              status=_status(data.get("ok")), call_id=str(data.get("callId") or ""), run_id=run_id))
+        else:
+            items[index] = {**items[index], "result": result, "status": _status(data.get("ok"))}
+    elif kind == "toolbox.escalated":
+        items.append(item("escalation", str(data.get("reason") or ""),
+                          name=str(data.get("label") or data.get("toolboxId") or ""),
+                          detail=", ".join(data.get("tools") or []), status="ok", run_id=run_id))
+    elif kind == "toolbox.refused":
+        items.append(item("escalation", str(data.get("reason") or ""), name=str(data.get("toolboxId") or ""),
+                          status="failed", run_id=run_id))
+    elif kind == "subagent.started":
+        items.append(item("subagent", str(data.get("question") or ""),
+                          name=f"{data.get('featureCode') or ''} {data.get('instanceId') or ''}".strip(),
+                          status="running", call_id=str(data.get("callId") or ""), run_id=run_id))
+    elif kind == "subagent.finished":
+        index = _last_index(items, str(data.get("callId") or ""), "subagent")
+        if index is not None:
+            items[index] = {**items[index], "status": _status(data.get("ok")),
+                            "result": _shorten(str(data.get("answer") or ""), RESULT_SHOWN)}
+    elif kind == "subagent.refused":
+        items.append(item("subagent", str(data.get("reason") or ""), name=str(data.get("instanceId") or ""),
+                          status="failed", run_id=run_id))
+    elif kind == "guard":
+        items.append(item("guard", str(data.get("message") or ""), name=str(data.get("kind") or "") + sub,
+                          run_id=run_id))
+    elif kind == "final":
+        if not any(i["kind"] == "assistant" and i["run_id"] == run_id for i in items) and data.get("text"):
+            items.append(item("assistant", str(data["text"]), run_id=run_id))
+        usage = data.get("usage") or {}
+        items.append(item("usage", usage_text(usage.get("promptTokens"), usage.get("completionTokens"),
+                                              data.get("costChf")), run_id=run_id))
+    elif kind == "error":
+        items.append(item("error", str(data.get("message") or "the run failed"), run_id=run_id))
+    elif kind == "cancelled":
+        items.append(item("cancelled", str(data.get("message") or "the run was cancelled"), run_id=run_id))
+    return _settle(items) if kind in ("final", "error", "cancelled") else items
+
+
+def _settle(items: list[ChatItem]) -> list[ChatItem]:
+    """Cards still `running` when the run ended did not finish."""
+    return [{**i, "status": "failed"} if i["status"] == "running" else i for i in items]
+
+
+def items_of_run(run: Any, steps: list[Any]) -> list[ChatItem]:
+    """A persisted run (AgentRun) and its trace (AgentStep rows) as chat items."""
+    items = [item("user", run.prompt, run_id=run.id)]
+    for step in steps:
+        detail = step.detail if isinstance(step.detail, dict) else {}
+        if step.kind == "round" and detail.get("text"):
+            items.append(item("assistant", str(detail["text"]), run_id=run.id))
+        elif step.kind == "tool_call":
+            items.append(item("tool", name=step.name or "", detail=_json_text(step.arguments),
+                              result=_shorten(step.result or "", RESULT_SHOWN), status=_status(step.ok),
+                              call_id=step.call_id or "", run_id=run.id))
+        elif step.kind == "escalation":
+            reason = detail.get("reason") if step.ok else detail.get("refused")
+            items.append(item("escalation", str(reason or ""), name=step.name or "",
+                              detail=", ".join(detail.get("tools") or []), status=_status(step.ok), run_id=run.id))
+        elif step.kind == "sub_agent":
+            args = step.arguments if isinstance(step.arguments, dict) else {}
+            items.append(item("subagent", str(args.get("question") or ""),
+                              name=f"{args.get('featureCode') or ''} {args.get('instanceId') or ''}".strip(),
+                              result=_shorten(step.result or "", RESULT_SHOWN), status=_status(step.ok),
+                              call_id=step.call_id or "", run_id=run.id))
+        elif step.kind == "guard":
+            items.append(item("guard", step.result or "", name=step.name or "", run_id=run.id))
+        elif step.kind == "error":
+            items.append(item("error", step.result or "the run failed", run_id=run.id))
+    if run.status == "completed":
+        items.append(item("usage", usage_text(run.prompt_tokens, run.completion_tokens, run.cost_chf), run_id=run.id))
+    elif run.status == "cancelled":
+        items.append(item("cancelled", run.error or "the run was cancelled", run_id=run.id))
+    elif run.status == "failed" and not any(i["kind"] == "error" for i in items):
+        items.append(item("error", run.error or "the run failed", run_id=run.id))
+    return _settle(items) if run.status in ("completed", "failed", "cancelled") else items
