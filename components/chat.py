@@ -12,7 +12,18 @@ import reflex as rx
 from state.chat_items import ChatItem
 
 
-def chat_bar(on_submit, on_stop, streaming, disabled_reason, placeholder: str = "Ask the agent…") -> rx.Component:
+def _attachment_chip(path, on_remove) -> rx.Component:
+    return rx.badge(
+        rx.icon("paperclip", size=12),
+        rx.text(path, class_name="attachment-path"),
+        rx.icon_button(rx.icon("x", size=10), size="1", variant="ghost", type="button", title="Remove",
+                       class_name="attachment-remove", on_click=on_remove(path)),
+        class_name="attachment-chip", variant="soft", size="2", radius="full", gap="0.3em",
+    )
+
+
+def chat_bar(on_submit, on_stop, streaming, disabled_reason, placeholder: str = "Ask the agent…",
+             attachments=None, on_remove_attachment=None) -> rx.Component:
     """The prompt input: grows with its text, Enter sends, Shift+Enter breaks the line.
 
     Args:
@@ -21,9 +32,19 @@ def chat_bar(on_submit, on_stop, streaming, disabled_reason, placeholder: str = 
         streaming: Bool var: an answer is streaming (Send is replaced by Stop).
         disabled_reason: Str var: why nothing can be sent ("" when it can); shown under the bar.
         placeholder: The input's placeholder.
+        attachments: Optional list[str] var: paths of the attached files, shown as removable chips.
+        on_remove_attachment: Event handler taking a path: removes that chip.
     """
     disabled = disabled_reason != ""
+    chips = rx.fragment()
+    if attachments is not None and on_remove_attachment is not None:
+        chips = rx.cond(
+            attachments.length() > 0,
+            rx.hstack(rx.foreach(attachments, lambda path: _attachment_chip(path, on_remove_attachment)),
+                      id="chat-attachments", wrap="wrap", spacing="1", width="100%"),
+        )
     return rx.vstack(
+        chips,
         rx.form(
             rx.hstack(
                 rx.text_area(

@@ -32,6 +32,7 @@ from state.auth import WORKSPACE, AuthState, NotSignedIn
 from state.chat_items import ChatItem, apply_event, item, items_of_run
 from state.page import PageMixin, user_message
 from state.permissions import requires
+from state.workspace_files import FilesMixin, attachment_appendix
 
 USE_AGENT = "resource.feature.workspace.useAgent"
 CHAT_DATA = "data.feature.workspace.chat"
@@ -94,8 +95,8 @@ def _prepare(token: str, instance_id: str, prompt: str, chat_id: str) -> AgentRe
         return agent_service.prepare_run(AccessContext(session, user), instance_id, prompt, chat_id or None)
 
 
-class WorkspaceState(PageMixin, AuthState):
-    """What the Workspace page shows: chats, the open chat, the stream and the chat bar."""
+class WorkspaceState(FilesMixin, PageMixin, AuthState):
+    """What the Workspace page shows: chats, the open chat, the stream, the chat bar and the UDB's files."""
 
     instance_id: str = ""
     instance_label: str = ""
@@ -148,6 +149,8 @@ class WorkspaceState(PageMixin, AuthState):
                 self._load_chats(access, instance)
                 if self.chat_id and self.chat_id not in {c["id"] for c in self.chats}:
                     self.chat_id, self.chat_title, self.messages, self.chat_is_mine = "", "", [], True
+        if self.udb_tab == "files":
+            self._refresh_files()
         self.loaded = True
 
     def _load_chats(self, access: AccessContext, instance: FeatureInstance) -> None:
@@ -229,6 +232,8 @@ class WorkspaceState(PageMixin, AuthState):
             self.error = self.disabled_reason
             return None
         self.error = self.notice = ""
+        prompt += attachment_appendix(self.attachments)
+        self.attachments = []
         self.messages = [*self.messages, item("user", prompt)]
         self.streaming = True
         self.stream_key = uuid.uuid4().hex

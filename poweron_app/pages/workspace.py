@@ -1,9 +1,10 @@
-"""The Workspace page: the user's chats with the agent on the left, the open chat and the chat bar."""
+"""The Workspace page: the UDB panel (chats, files, sources) on the left, the open chat and the chat bar."""
 
 import reflex as rx
 
 from components.chat import chat_bar, chat_stream
 from components.shell import empty_state, gated, page_shell
+from poweron_app.pages.workspace_udb import udb_panel
 from state.workspace import ChatRow, WorkspaceState
 
 
@@ -57,9 +58,7 @@ def chats_panel() -> rx.Component:
             rx.vstack(rx.foreach(WorkspaceState.chats, _chat_entry), id="chat-list", width="100%", spacing="1"),
             rx.text("No chats yet.", size="2", color_scheme="gray", id="chat-list-empty"),
         ),
-        width="16em", flex_shrink="0", spacing="3",
-        padding_right="1em", border_right=f"1px solid {rx.color('gray', 4)}",
-        max_height="calc(100vh - 8em)", overflow_y="auto",
+        width="100%", spacing="3",
     )
 
 
@@ -92,7 +91,8 @@ def conversation() -> rx.Component:
                 rx.callout(WorkspaceState.notice, icon="check", color_scheme="green", id="workspace-notice",
                            width="100%")),
         chat_stream(WorkspaceState.messages, WorkspaceState.streaming),
-        chat_bar(WorkspaceState.send, WorkspaceState.stop, WorkspaceState.streaming, WorkspaceState.disabled_reason),
+        chat_bar(WorkspaceState.send, WorkspaceState.stop, WorkspaceState.streaming, WorkspaceState.disabled_reason,
+                 attachments=WorkspaceState.attachments, on_remove_attachment=WorkspaceState.detach_file),
         flex="1", min_width="0", spacing="3", height="calc(100vh - 8em)",
     )
 
@@ -107,7 +107,8 @@ def workspace_page() -> rx.Component:
                 empty_state("lock", "No Workspace instance",
                             "You have no access to a Workspace instance. Ask an administrator of your mandate to "
                             "give you a role in one."),
-                rx.hstack(chats_panel(), conversation(), delete_dialog(), width="100%", spacing="4", align="start"),
+                rx.hstack(udb_panel(chats_panel()), conversation(), delete_dialog(), width="100%", spacing="4",
+                          align="start"),
             ),
         ),
     )
