@@ -104,8 +104,14 @@ def _user_message(message: ChatItem) -> rx.Component:
     )
 
 
+# Code in answers comes with a copy button (Reflex 0.10 renders fenced code through "pre").
+_MARKDOWN_COMPONENTS = {"pre": lambda value, **props: rx.code_block(value, margin_y="1em", wrap_long_lines=True,
+                                                                   can_copy=True, **props)}
+
+
 def _assistant_message(message: ChatItem) -> rx.Component:
-    return rx.box(rx.markdown(message["text"]), class_name="assistant-message", width="100%")
+    return rx.box(rx.markdown(message["text"], component_map=_MARKDOWN_COMPONENTS), class_name="assistant-message",
+                  width="100%")
 
 
 def _tool_card(message: ChatItem) -> rx.Component:
@@ -113,7 +119,9 @@ def _tool_card(message: ChatItem) -> rx.Component:
         rx.el.details(
             rx.el.summary(
                 rx.hstack(rx.icon("wrench", size=14), rx.text("Tool ", rx.code(message["name"]), size="2"),
-                          _status_badge(message["status"]), spacing="2", align="center", display="inline-flex"),
+                          _status_badge(message["status"]),
+                          rx.text(message["text"], size="1", color_scheme="gray", class_name="tool-duration"),
+                          spacing="2", align="center", display="inline-flex"),
                 cursor="pointer",
             ),
             rx.vstack(
@@ -179,7 +187,20 @@ def _notice(message: ChatItem, icon: str, color: str, class_name: str) -> rx.Com
                       width="100%")
 
 
-def chat_item(message: ChatItem) -> rx.Component:
+def _error(message: ChatItem, on_retry) -> rx.Component:
+    """An error in place; with `on_retry`, a button that sends the last prompt again."""
+    if on_retry is None:
+        return _notice(message, "triangle-alert", "red", "chat-error")
+    return rx.callout.root(
+        rx.callout.icon(rx.icon("triangle-alert", size=16)),
+        rx.callout.text(message["text"]),
+        rx.button(rx.icon("rotate-ccw", size=14), "Retry", size="1", variant="soft", on_click=on_retry,
+                  class_name="chat-retry", width="fit-content"),
+        color_scheme="red", size="1", class_name="chat-error", width="100%",
+    )
+
+
+def chat_item(message: ChatItem, on_retry=None) -> rx.Component:
     return rx.match(
         message["kind"],
         ("user", _user_message(message)),
@@ -189,19 +210,20 @@ def chat_item(message: ChatItem) -> rx.Component:
         ("subagent", _subagent_card(message)),
         ("guard", _notice(message, "shield-alert", "amber", "guard-card")),
         ("usage", rx.text(message["text"], size="1", color_scheme="gray", class_name="usage-line")),
-        ("error", _notice(message, "triangle-alert", "red", "chat-error")),
+        ("error", _error(message, on_retry)),
         ("cancelled", _notice(message, "circle-stop", "gray", "chat-cancelled")),
         rx.fragment(),
     )
 
 
-def chat_stream(messages, streaming,
-                empty_text: str = "Ask the agent anything; its answer streams here.") -> rx.Component:
-    """The conversation: every item in order, a spinner while the answer streams."""
+def chat_stream(messages, streaming, empty_text: str = "Ask the agent anything; its answer streams here.",
+                on_retry=None) -> rx.Component:
+    """The conversation: every item in order, a spinner while the answer streams; errors offer
+    `on_retry` (send the last prompt again) when given."""
     return rx.vstack(
         rx.cond(
             messages.length() > 0,
-            rx.foreach(messages, chat_item),
+            rx.foreach(messages, lambda message: chat_item(message, on_retry)),
             rx.text(empty_text, color_scheme="gray", id="chat-empty"),
         ),
         rx.cond(streaming, rx.hstack(rx.spinner(size="2"), rx.text("working…", size="2", color_scheme="gray"),

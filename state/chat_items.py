@@ -18,6 +18,7 @@ class ChatItem(TypedDict):
     """One entry of a chat.
 
     kind: user, assistant, tool, escalation, subagent, guard, usage, error, cancelled.
+    text: the item's text; for a tool card, how long the call took ("42 ms").
     status: running, ok or failed (tool, escalation and sub-agent cards), else "".
     """
 
@@ -82,11 +83,12 @@ def apply_event(items: list[ChatItem], kind: str, data: dict[str, Any]) -> list[
     elif kind == "tool.finished":
         index = _last_index(items, str(data.get("callId") or ""), "tool")
         result = _shorten(str(data.get("result") or ""), RESULT_SHOWN)
+        took = _duration(data.get("durationMs"))
         if index is None:
-            items.append(item("tool", name=str(data.get("name") or "") + sub, result=result,
+            items.append(item("tool", took, name=str(data.get("name") or "") + sub, result=result,
                               status=_status(data.get("ok")), call_id=str(data.get("callId") or ""), run_id=run_id))
         else:
-            items[index] = {**items[index], "result": result, "status": _status(data.get("ok"))}
+            items[index] = {**items[index], "text": took, "result": result, "status": _status(data.get("ok"))}
     elif kind == "toolbox.escalated":
         items.append(item("escalation", str(data.get("reason") or ""),
                           name=str(data.get("label") or data.get("toolboxId") or ""),
@@ -127,6 +129,12 @@ def _settle(items: list[ChatItem]) -> list[ChatItem]:
     return [{**i, "status": "failed"} if i["status"] == "running" else i for i in items]
 
 
+def _duration(milliseconds: Any) -> str:
+    if not isinstance(milliseconds, int):
+        return ""
+    return f"{milliseconds} ms" if milliseconds < 10_000 else f"{milliseconds / 1000:.1f} s"
+
+
 def items_of_run(run: Any, steps: list[Any]) -> list[ChatItem]:
     """A persisted run (AgentRun) and its trace (AgentStep rows) as chat items."""
     items = [item("user", run.prompt, run_id=run.id)]
@@ -135,7 +143,8 @@ def items_of_run(run: Any, steps: list[Any]) -> list[ChatItem]:
         if step.kind == "round" and detail.get("text"):
             items.append(item("assistant", str(detail["text"]), run_id=run.id))
         elif step.kind == "tool_call":
-            items.append(item("tool", name=step.name or "", detail=_json_text(step.arguments),
+            items.append(item("tool", _duration(step.duration_ms), name=step.name or "",
+                              detail=_json_text(step.arguments),
                               result=_shorten(step.result or "", RESULT_SHOWN), status=_status(step.ok),
                               call_id=step.call_id or "", run_id=run.id))
         elif step.kind == "escalation":

@@ -241,6 +241,15 @@ class WorkspaceState(FilesMixin, PageMixin, AuthState):
         self._pending_prompt = prompt
         return [rx.set_value("chat-input", ""), WorkspaceState.stream_answer]
 
+    @rx.event
+    @requires("RESOURCE", USE_AGENT)
+    def retry(self):
+        """Send the chat's last prompt again (after an error shown in place)."""
+        last = next((m["text"] for m in reversed(self.messages) if m["kind"] == "user"), "")
+        if not last or self.streaming:
+            return None
+        return WorkspaceState.send({"prompt": last})
+
     @rx.event(background=True)
     @requires("RESOURCE", USE_AGENT)
     async def stream_answer(self):

@@ -196,10 +196,11 @@ class AgentRunner:
             result = execute_tool_call(name, arguments, context)
             ok, text = result.ok, result_for_agent(result)
         self.answer_call(call_id, text)
+        duration_ms = int((time.monotonic() - started) * 1000)
         self.record("tool_call", name=name, call_id=call_id, arguments=_parsed(arguments), result=text, ok=ok,
-                    duration_ms=int((time.monotonic() - started) * 1000))
+                    duration_ms=duration_ms)
         yield self.event("tool.finished", round=self.budget.rounds, callId=call_id, name=name, ok=ok,
-                         result=truncate_for_agent(text, 2_000))
+                         result=truncate_for_agent(text, 2_000), durationMs=duration_ms)
 
     def escalate(self, call_id: str, arguments: str) -> Iterator[AgentEvent]:
         """requestToolbox: activate the toolbox for the next round, or say why not."""

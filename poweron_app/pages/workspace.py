@@ -90,7 +90,7 @@ def conversation() -> rx.Component:
         rx.cond(WorkspaceState.notice != "",
                 rx.callout(WorkspaceState.notice, icon="check", color_scheme="green", id="workspace-notice",
                            width="100%")),
-        chat_stream(WorkspaceState.messages, WorkspaceState.streaming),
+        chat_stream(WorkspaceState.messages, WorkspaceState.streaming, on_retry=WorkspaceState.retry),
         chat_bar(WorkspaceState.send, WorkspaceState.stop, WorkspaceState.streaming, WorkspaceState.disabled_reason,
                  attachments=WorkspaceState.attachments, on_remove_attachment=WorkspaceState.detach_file),
         flex="1", min_width="0", spacing="3", height="calc(100vh - 8em)",

@@ -66,6 +66,7 @@ def test_a_prompt_streams_tools_escalation_and_text_and_the_chat_reopens(page: P
     expect(page.locator(".usage-line").last).to_contain_text("tokens in")
     expect(page.locator("#chat-send")).to_be_visible()
     expect(tool.locator(".card-status")).to_have_text("ok")
+    expect(tool.locator(".tool-duration")).to_have_text(re.compile(r"^\d+ ms$"))
     tool.locator("summary").click()
     expect(tool.locator(".tool-result")).to_contain_text("[EMAIL_1]")
     item = page.locator(".chat-item", has_text=title)
@@ -83,10 +84,13 @@ def test_a_prompt_streams_tools_escalation_and_text_and_the_chat_reopens(page: P
     expect(page.locator(".tool-card")).to_contain_text("ai_neutralizeData")
 
     # … and continues the conversation: the model sees the earlier turn.
-    ai.reply("Second answer.")
+    ai.reply("Second answer:\n\n```python\nprint('hello')\n```")
     page.locator("#chat-input").fill("And now?")
     page.locator("#chat-send").click()
-    expect(page.locator(".assistant-message").last).to_have_text("Second answer.")
+    last = page.locator(".assistant-message").last
+    expect(last).to_contain_text("Second answer:")
+    expect(last).to_contain_text("print('hello')")
+    expect(last.locator("button")).to_have_count(1)  # the code block's copy button
     assert ANSWER in ai.last_chat.text_of("assistant")
     expect(page.locator(".chat-item", has_text=title)).to_have_count(1)
 
@@ -142,3 +146,20 @@ def test_a_viewer_without_use_agent_reads_but_cannot_send(page: Page, running_ap
     expect(page.locator("#chat-disabled-reason")).to_contain_text("useAgent")
     expect(page.locator("#chat-input")).to_be_disabled()
     expect(page.locator("#chat-send")).to_be_disabled()
+
+
+def test_an_error_is_shown_in_place_and_retry_sends_the_prompt_again(page: Page, running_app: RunningApp):
+    ai = running_app.ai
+    ai.clear()
+    ai.fail(500, "model overloaded")
+    open_workspace(page)
+    page.locator("#chat-new").click()
+    prompt = f"Flaky {uuid.uuid4().hex[:6]}"
+    page.locator("#chat-input").fill(prompt)
+    page.locator("#chat-input").press("Enter")
+    error = page.locator(".chat-error").last
+    expect(error).to_contain_text("500")
+    ai.reply("Recovered.")
+    error.locator(".chat-retry").click()
+    expect(page.locator(".assistant-message").last).to_have_text("Recovered.")
+    assert ai.last_chat.user_text.endswith(prompt)

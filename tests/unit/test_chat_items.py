@@ -37,7 +37,8 @@ def test_a_run_that_ends_marks_running_cards_failed_and_errors_show_in_place():
 
 
 def step(kind, **fields):
-    base = {"name": None, "call_id": None, "arguments": None, "result": None, "ok": None, "detail": None}
+    base = {"name": None, "call_id": None, "arguments": None, "result": None, "ok": None, "detail": None,
+            "duration_ms": None}
     return SimpleNamespace(kind=kind, **{**base, **fields})
 
 
@@ -46,11 +47,12 @@ def test_a_persisted_run_rebuilds_prompt_cards_answer_and_usage():
                           cost_chf=None, error=None)
     steps = [step("round", detail={"text": ""}),
              step("escalation", name="ai", ok=True, detail={"reason": "needed", "tools": ["ai_x"]}),
-             step("tool_call", name="ai_x", call_id="k", arguments={"a": 1}, result="done", ok=True),
+             step("tool_call", name="ai_x", call_id="k", arguments={"a": 1}, result="done", ok=True, duration_ms=42),
              step("round", detail={"text": "All done."}),
              step("final", result="All done.")]
     items = items_of_run(run, steps)
     assert [i["kind"] for i in items] == ["user", "escalation", "tool", "assistant", "usage"]
     assert items[1]["text"] == "needed" and items[2]["status"] == "ok" and items[3]["text"] == "All done."
+    assert items[2]["text"] == "42 ms"  # a tool card shows how long the call took
     cancelled = SimpleNamespace(**{**vars(run), "status": "cancelled", "error": "cancelled by admin"})
     assert items_of_run(cancelled, [])[-1]["kind"] == "cancelled"
