@@ -12,6 +12,7 @@ from backend.db.models import User
 from backend.errors import DomainError
 from backend.statemachines import ConcurrentTransition
 from state.auth import NotSignedIn
+from state.permissions import requires
 
 
 def user_message(exc: Exception) -> str:
@@ -66,3 +67,29 @@ class PageMixin(rx.State, mixin=True):
             return False, None
         self.notice = success
         return True, self._reload()
+
+
+class RenameMixin(rx.State, mixin=True):
+    """An inline rename on a page: which row is being renamed and the text typed so far.
+
+    The page's own `save_rename` handler reads `rename_id` / `rename_value` and calls its service.
+    """
+
+    rename_id: str = ""
+    rename_value: str = ""
+
+    @rx.event
+    @requires("ui")
+    def start_rename(self, row_id: str, current: str):
+        self.rename_id, self.rename_value = row_id, current
+        self.error = ""
+
+    @rx.event
+    @requires("ui")
+    def set_rename_value(self, value: str):
+        self.rename_value = value
+
+    @rx.event
+    @requires("ui")
+    def cancel_rename(self):
+        self.rename_id, self.rename_value = "", ""

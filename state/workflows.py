@@ -10,7 +10,7 @@ from backend.features.graphical_editor.interface import GraphicalEditorInterface
 from backend.rbac.access import AccessContext
 from backend.workflows import service
 from state.auth import AuthState
-from state.page import PageMixin
+from state.page import PageMixin, RenameMixin
 from state.permissions import requires
 
 FEATURE_CODE = "graphicalEditor"
@@ -29,7 +29,7 @@ class WorkflowRow(TypedDict):
     modified: str
 
 
-class WorkflowsState(PageMixin, AuthState):
+class WorkflowsState(RenameMixin, PageMixin, AuthState):
     """What the Workflows page shows and the actions on it."""
 
     instances: list[InstanceRow] = []
@@ -40,8 +40,6 @@ class WorkflowsState(PageMixin, AuthState):
     can_rename: bool = False
     can_delete: bool = False
     new_name: str = ""
-    rename_id: str = ""
-    rename_value: str = ""
     delete_id: str = ""
     delete_name: str = ""
 
@@ -111,23 +109,6 @@ class WorkflowsState(PageMixin, AuthState):
             self.new_name = ""
         return result
 
-    @rx.event
-    @requires("ui")
-    def start_rename(self, workflow_id: str, name: str):
-        self.rename_id = workflow_id
-        self.rename_value = name
-        self.error = ""
-
-    @rx.event
-    @requires("ui")
-    def set_rename_value(self, value: str):
-        self.rename_value = value
-
-    @rx.event
-    @requires("ui")
-    def cancel_rename(self):
-        self.rename_id = ""
-        self.rename_value = ""
 
     @rx.event
     @requires("DATA", "data.feature.graphicalEditor.workflow")

@@ -30,7 +30,7 @@ from backend.rbac.rights import RESOURCE, Level
 from backend.statemachines import ConcurrentTransition, IllegalTransition
 from state.auth import WORKSPACE, AuthState, NotSignedIn
 from state.chat_items import ChatItem, apply_event, item, items_of_run
-from state.page import PageMixin, user_message
+from state.page import PageMixin, RenameMixin, user_message
 from state.permissions import requires
 from state.workspace_files import FilesMixin, attachment_appendix
 
@@ -95,7 +95,7 @@ def _prepare(token: str, instance_id: str, prompt: str, chat_id: str) -> AgentRe
         return agent_service.prepare_run(AccessContext(session, user), instance_id, prompt, chat_id or None)
 
 
-class WorkspaceState(FilesMixin, PageMixin, AuthState):
+class WorkspaceState(FilesMixin, RenameMixin, PageMixin, AuthState):
     """What the Workspace page shows: chats, the open chat, the stream, the chat bar and the UDB's files."""
 
     instance_id: str = ""
@@ -110,8 +110,6 @@ class WorkspaceState(FilesMixin, PageMixin, AuthState):
     can_use_agent: bool = False
     chat_is_mine: bool = True
     provider_configured: bool = False
-    rename_id: str = ""
-    rename_value: str = ""
     delete_id: str = ""
     delete_title: str = ""
     _pending_prompt: str = ""
@@ -331,21 +329,6 @@ class WorkspaceState(FilesMixin, PageMixin, AuthState):
 
     # --- rename and delete ----------------------------------------------------------------------
 
-    @rx.event
-    @requires("ui")
-    def start_rename(self, chat_id: str, title: str):
-        self.rename_id, self.rename_value = chat_id, title
-        self.error = ""
-
-    @rx.event
-    @requires("ui")
-    def set_rename_value(self, value: str):
-        self.rename_value = value
-
-    @rx.event
-    @requires("ui")
-    def cancel_rename(self):
-        self.rename_id, self.rename_value = "", ""
 
     @rx.event
     @requires("DATA", CHAT_DATA)
