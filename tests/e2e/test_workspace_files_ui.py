@@ -12,10 +12,11 @@ import uuid
 
 from playwright.sync_api import Page, expect
 
+from backend.files import service
+from backend.files.service import FileScope
 from tests.ai_server import tiny_png
 from tests.e2e.conftest import RunningApp
-from tests.e2e.test_workflows_ui import sign_in
-from tests.e2e.test_workspace_ui import open_workspace
+from tests.e2e.test_workspace_ui import open_workspace, sign_in_as_workspace_viewer
 
 pytestmark = __import__("pytest").mark.e2e
 
@@ -115,38 +116,14 @@ def test_upload_preview_attach_search_rename_delete_and_send(page: Page, running
 
 
 def test_a_viewer_browses_and_previews_files_but_cannot_change_them(page: Page, running_app: RunningApp):
-    from sqlmodel import Session, select
-
-    from backend.auth import hash_password
-    from backend.db.engine import make_engine
-    from backend.db.models import FeatureInstance, Mandate, User
-    from backend.files import service
-    from backend.files.service import FileScope
-    from backend.tenancy import grant_instance_roles, grant_mandate_roles
-
     tag = uuid.uuid4().hex[:6]
-    username, folder, name = f"vicky{tag}", f"team-{tag}", f"shared-{tag}.txt"
-    engine = make_engine(f"sqlite:///{running_app.log.parent / 'e2e.db'}")
-    try:
-        with Session(engine, expire_on_commit=False) as session:
-            instance = session.exec(select(FeatureInstance).where(FeatureInstance.feature_code == "workspace")
-                                    .where(FeatureInstance.label == "Workspace")).first()
-            admin = session.exec(select(User).where(User.username == "admin")).one()
-            service.write_text(FileScope(session, admin, instance.mandate_id, instance.id), f"/{folder}/{name}",
-                               "Shared with everyone who may read.")
-            viewer = User(username=username, display_name="Vicky Viewer", password_hash=hash_password("vicky-pass-1"))
-            session.add(viewer)
-            session.flush()
-            grant_mandate_roles(session, viewer, session.get(Mandate, instance.mandate_id), ["viewer"])
-            grant_instance_roles(session, viewer, instance, ["workspace-viewer"])
-            session.commit()
-    finally:
-        engine.dispose()
+    folder, name = f"team-{tag}", f"shared-{tag}.txt"
 
-    sign_in(page, username, "vicky-pass-1")
-    expect(page.locator("#current-user")).to_have_text("Vicky Viewer")
-    page.locator("#nav-workspace").click()
-    expect(page).to_have_url(re.compile(r"/workspace$"))
+    def shared_file(session, admin, instance) -> None:
+        service.write_text(FileScope(session, admin, instance.mandate_id, instance.id), f"/{folder}/{name}",
+                           "Shared with everyone who may read.")
+
+    sign_in_as_workspace_viewer(page, running_app, "Vicky Viewer", prepare=shared_file)
     open_files(page)
     page.locator(".folder-item", has_text=folder).click()
     expect(page.locator("#current-folder")).to_have_text(f"/{folder}")

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 
 from playwright.sync_api import Page, expect
+from sqlmodel import Session, select
 
+from backend.auth import hash_password
+from backend.db.engine import make_engine
+from backend.db.models import FeatureInstance, Mandate, User
+from backend.tenancy import grant_instance_roles, grant_mandate_roles
 from tests.e2e.conftest import ADMIN_PASSWORD, RunningApp
 from tests.e2e.test_workflows_ui import sign_in
 
@@ -116,21 +122,19 @@ def test_a_streaming_answer_is_stopped_and_the_chat_bar_works_again(page: Page, 
     expect(page.locator(".assistant-message").last).to_have_text("Back again.")
 
 
-def test_a_viewer_without_use_agent_reads_but_cannot_send(page: Page, running_app: RunningApp):
-    from sqlmodel import Session, select
-
-    from backend.auth import hash_password
-    from backend.db.engine import make_engine
-    from backend.db.models import FeatureInstance, Mandate, User
-    from backend.tenancy import grant_instance_roles, grant_mandate_roles
-
-    username = f"vera{uuid.uuid4().hex[:6]}"
+def sign_in_as_workspace_viewer(page: Page, running_app: RunningApp, display_name: str,
+                                prepare: Callable[[Session, User, FeatureInstance], None] | None = None) -> None:
+    """In the app's database: a new user with the viewer roles of the default Workspace (after
+    `prepare(session, admin, workspace)`, if given); then sign them in and open the Workspace."""
+    username, password = f"viewer{uuid.uuid4().hex[:6]}", "viewer-pass-1"
     engine = make_engine(f"sqlite:///{running_app.log.parent / 'e2e.db'}")
     try:
         with Session(engine, expire_on_commit=False) as session:
             instance = session.exec(select(FeatureInstance).where(FeatureInstance.feature_code == "workspace")
                                     .where(FeatureInstance.label == "Workspace")).first()
-            viewer = User(username=username, display_name="Vera Viewer", password_hash=hash_password("vera-pass-1"))
+            if prepare is not None:
+                prepare(session, session.exec(select(User).where(User.username == "admin")).one(), instance)
+            viewer = User(username=username, display_name=display_name, password_hash=hash_password(password))
             session.add(viewer)
             session.flush()
             grant_mandate_roles(session, viewer, session.get(Mandate, instance.mandate_id), ["viewer"])
@@ -138,11 +142,14 @@ def test_a_viewer_without_use_agent_reads_but_cannot_send(page: Page, running_ap
             session.commit()
     finally:
         engine.dispose()
-
-    sign_in(page, username, "vera-pass-1")
-    expect(page.locator("#current-user")).to_have_text("Vera Viewer")
+    sign_in(page, username, password)
+    expect(page.locator("#current-user")).to_have_text(display_name)
     page.locator("#nav-workspace").click()
     expect(page).to_have_url(re.compile(r"/workspace$"))
+
+
+def test_a_viewer_without_use_agent_reads_but_cannot_send(page: Page, running_app: RunningApp):
+    sign_in_as_workspace_viewer(page, running_app, "Vera Viewer")
     expect(page.locator("#chat-disabled-reason")).to_contain_text("useAgent")
     expect(page.locator("#chat-input")).to_be_disabled()
     expect(page.locator("#chat-send")).to_be_disabled()
