@@ -70,12 +70,13 @@ def test_upload_preview_attach_search_rename_delete_and_send(page: Page, running
     file_item(page, image).locator(".file-name").click()
     expect(page.locator("#file-preview-image")).to_have_attribute("src", re.compile(r"^data:image/png;base64,"))
     page.locator("#file-preview-close").click()
+    expect(page.locator("#file-preview")).to_have_count(0)  # the dialog is gone before the search is used
 
     # Full-text search finds the file by a word in it.
     page.locator("#file-search-input").fill(word)
-    page.locator("#file-search").click()
+    page.locator("#file-search-input").press("Enter")
     hits = page.locator(".search-hit")
-    expect(hits).to_have_count(1)
+    expect(hits).to_have_count(1, timeout=15_000)
     expect(hits.locator(".hit-path")).to_have_text(f"/{notes}")
     page.locator("#file-search-clear").click()
     expect(hits).to_have_count(0)
