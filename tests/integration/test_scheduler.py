@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -30,6 +29,7 @@ from backend.db.models import SchedulerLease, User, Workflow, WorkflowRun, Workf
 from backend.scheduler.jobs import job_id_for
 from backend.scheduler.scheduler import Scheduler
 from tests.integration.test_engine_events import run_in_own_loop
+from tests.integration.trigger_support import create_published
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -50,17 +50,7 @@ def schedule_graph(**parameters: Any) -> dict[str, Any]:
 
 
 def create_workflow(api, graph: dict[str, Any], publish: bool = True, active: bool = True) -> str:
-    created = api.client.post(f"{api.base()}/workflows", json={"name": f"wf-{uuid.uuid4().hex[:8]}", "graph": graph},
-                              headers=api.auth)
-    assert created.status_code == 201, created.text
-    workflow_id = created.json()["id"]
-    if publish:
-        published = api.client.post(f"{api.base()}/workflows/{workflow_id}/publish", headers=api.auth)
-        assert published.status_code == 200, published.text
-    if active:
-        patched = api.client.patch(f"{api.base()}/workflows/{workflow_id}", json={"active": True}, headers=api.auth)
-        assert patched.status_code == 200, patched.text
-    return workflow_id
+    return create_published(api, graph, active=active, publish=publish)
 
 
 def workflow_json(api, workflow_id: str) -> dict[str, Any]:
