@@ -314,7 +314,7 @@ HOSTILE = [
 def test_hostile_expressions_fail_safely_and_fast(scope, expression, expected):
     started = time.perf_counter()
     err = error(expression, scope)
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 3.0  # the 1 s expression budget plus slack for a loaded machine
     assert expected in err.message, err.message
     assert str(err).startswith("node 'n', parameter 'p': {{")
     assert "Traceback" not in str(err) and len(str(err)) < 600
