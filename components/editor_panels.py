@@ -1,0 +1,223 @@
+"""The editor's side panels: the palette (left), the selected node's parameters and the run trace.
+
+They take the page's state class, so the page module only arranges them.
+"""
+
+from __future__ import annotations
+
+import reflex as rx
+
+
+def _palette_entry(state, entry) -> rx.Component:
+    return rx.box(
+        rx.text(entry["label"], size="2", weight="medium"),
+        rx.text(entry["type"], size="1", color_scheme="gray", font_family="monospace"),
+        # A plain draggable element: components/flow_canvas.jsx reads data-node-type on dragstart.
+        custom_attrs={"data-node-type": entry["type"], "draggable": "true"},
+        title=entry["description"],
+        on_click=state.add_from_palette(entry["type"]),
+        id="palette-" + entry["type"].replace(".", "-"),
+        class_name="palette-entry",
+        padding="0.35em 0.6em",
+        border_radius="6px",
+        border=f"1px solid {rx.color('gray', 5)}",
+        background=rx.color("gray", 2),
+        cursor="grab",
+        width="100%",
+    )
+
+
+def palette_panel(state) -> rx.Component:
+    """Node types from /api/node-types' registry, grouped by toolbox, searchable; drag or click to add."""
+    return rx.vstack(
+        rx.input(placeholder="Search nodes…", value=state.palette_query, on_change=state.set_palette_query,
+                 id="palette-search", width="100%", size="2"),
+        rx.cond(~state.can_edit | (state.viewing_version != ""),
+                rx.text("Read only: nodes cannot be added here.", size="1", color_scheme="gray")),
+        rx.vstack(
+            rx.foreach(
+                state.palette_groups,
+                lambda group: rx.vstack(
+                    rx.text(group["name"], size="1", weight="bold", color_scheme="gray", text_transform="uppercase"),
+                    rx.foreach(group["entries"], lambda entry: _palette_entry(state, entry)),
+                    spacing="1", width="100%",
+                ),
+            ),
+            spacing="3", width="100%", overflow_y="auto", flex="1", id="palette",
+        ),
+        width="15em", flex_shrink="0", height="100%", spacing="2",
+    )
+
+
+# --- parameters --------------------------------------------------------------------------------
+
+
+def _expression_menu(state, field) -> rx.Component:
+    return rx.menu.root(
+        rx.menu.trigger(rx.button("{{ }}", size="1", variant="ghost", type="button",
+                                  title="Insert a value from an earlier node", id="insert-" + field["name"])),
+        rx.menu.content(
+            rx.foreach(state.expression_options,
+                       lambda option: rx.menu.item(option, on_select=state.insert_expression(
+                           field["name"], field["kind"], field["value"], option))),
+            max_height="20em", overflow_y="auto",
+        ),
+    )
+
+
+def _field_input(state, field) -> rx.Component:
+    name = field["name"]
+    common = {"id": "param-" + name, "name": name, "width": "100%", "placeholder": field["placeholder"],
+              "disabled": ~state.can_edit | (state.viewing_version != "")}
+    blur = lambda value: state.set_parameter(name, field["kind"], value)  # noqa: E731
+    return rx.match(
+        field["kind"],
+        ("boolean", rx.switch(checked=field["checked"], on_change=lambda checked: state.set_flag(name, checked),
+                              id="param-" + name, disabled=common["disabled"])),
+        ("select", rx.select(field["options"], value=field["value"], id="param-" + name,
+                             on_change=lambda value: state.set_parameter(name, "select", value),
+                             disabled=common["disabled"], width="100%")),
+        ("textarea", rx.text_area(default_value=field["value"], on_blur=blur, rows="4", resize="vertical",
+                                  key=state.selected_node + name, **common)),
+        ("json", rx.text_area(default_value=field["value"], on_blur=blur, rows="4", resize="vertical",
+                              font_family="monospace", key=state.selected_node + name, **common)),
+        rx.input(default_value=field["value"], on_blur=blur, list="expression-options",
+                 key=state.selected_node + name, **common),
+    )
+
+
+def _field(state, field) -> rx.Component:
+    error = state.field_errors[field["name"]]
+    return rx.vstack(
+        rx.hstack(
+            rx.text(field["title"], rx.cond(field["required"], rx.text.span(" *", color_scheme="red")),
+                    size="2", weight="medium"),
+            rx.spacer(),
+            rx.cond(state.expression_options.length() > 0, _expression_menu(state, field)),
+            width="100%", align="center",
+        ),
+        _field_input(state, field),
+        rx.cond(field["description"] != "", rx.text(field["description"], size="1", color_scheme="gray")),
+        rx.cond(error, rx.text(error, size="1", color_scheme="red", id="error-" + field["name"])),
+        spacing="1", width="100%", id="field-" + field["name"],
+    )
+
+
+def _step_card(row) -> rx.Component:
+    return rx.vstack(
+        rx.hstack(rx.badge(row["status"]), rx.text(f"attempt {row['attempt']}", size="1"),
+                  rx.text(row["duration"], size="1", color_scheme="gray"), spacing="2"),
+        rx.cond(row["error"] != "", rx.text(row["error"], size="1", color_scheme="red")),
+        rx.cond(row["input"] != "", rx.box(rx.text("Input", size="1", weight="bold"),
+                                           rx.code_block(row["input"], language="json", font_size="11px"),
+                                           width="100%")),
+        rx.cond(row["output"] != "", rx.box(rx.text("Output", size="1", weight="bold"),
+                                            rx.code_block(row["output"], language="json", font_size="11px"),
+                                            width="100%")),
+        spacing="1", width="100%", class_name="node-last-step",
+    )
+
+
+def parameters_panel(state) -> rx.Component:
+    """The selected node's label, parameters (from its JSON Schema), error handling and last step."""
+    readonly = ~state.can_edit | (state.viewing_version != "")
+    return rx.cond(
+        state.selected_node != "",
+        rx.vstack(
+            rx.hstack(
+                rx.vstack(rx.text(state.node_type_label, size="1", color_scheme="gray"),
+                          rx.code(state.node_type_id, size="1"), spacing="0"),
+                rx.spacer(),
+                rx.cond(~readonly, rx.icon_button(rx.icon("trash-2", size=14), size="1", color_scheme="red",
+                                                  variant="soft", on_click=state.delete_selected,
+                                                  id="delete-node", title="Delete this node")),
+                width="100%",
+            ),
+            rx.text("Label", size="2", weight="medium"),
+            rx.input(default_value=state.node_label, on_blur=state.set_label, id="node-label", width="100%",
+                     key=state.selected_node + "-label", disabled=readonly),
+            rx.el.datalist(rx.foreach(state.expression_options, lambda o: rx.el.option(value=o)),
+                           id="expression-options"),
+            rx.foreach(state.param_fields, lambda field: _field(state, field)),
+            rx.text("On error", size="2", weight="medium"),
+            rx.select(["fail", "continue", "route"], value=state.node_on_error, on_change=state.set_on_error,
+                      id="node-on-error", disabled=readonly, width="100%"),
+            rx.cond(
+                state.selected_steps.length() > 0,
+                rx.vstack(rx.heading("Last run", size="2"), _step_card(state.selected_steps[0]), width="100%",
+                          id="node-last-run"),
+            ),
+            spacing="2", width="100%", id="parameters-panel",
+        ),
+        rx.text(rx.cond(state.selected_ids.length() > 1, "Several nodes are selected: Delete removes them all.",
+                        "Select a node to edit its parameters."),
+                color_scheme="gray", size="2", id="parameters-empty"),
+    )
+
+
+# --- trace -------------------------------------------------------------------------------------
+
+
+def _trace_row(state, row) -> rx.Component:
+    return rx.box(
+        rx.hstack(
+            rx.badge(row["status"], color_scheme=rx.match(row["status"], ("completed", "green"), ("failed", "red"),
+                                                          ("running", "blue"), ("waiting", "orange"), "gray")),
+            rx.text(row["node_id"], weight="bold", size="2"),
+            rx.text(row["node_type"], size="1", color_scheme="gray", font_family="monospace"),
+            rx.spacer(),
+            rx.text(f"#{row['attempt']}", size="1", color_scheme="gray", title="attempt"),
+            rx.text(row["duration"], size="1", color_scheme="gray"),
+            width="100%", align="center", spacing="2",
+        ),
+        rx.cond(row["error"] != "", rx.text(row["error"], size="1", color_scheme="red")),
+        rx.cond(
+            (row["input"] != "") | (row["output"] != ""),
+            rx.accordion.root(
+                rx.accordion.item(header="Input and output", content=rx.vstack(
+                    rx.cond(row["input"] != "", rx.code_block(row["input"], language="json", font_size="11px")),
+                    rx.cond(row["output"] != "", rx.code_block(row["output"], language="json", font_size="11px")),
+                    width="100%")),
+                collapsible=True, type="single", variant="ghost", width="100%",
+            ),
+        ),
+        on_click=state.show_step(row["node_id"]),
+        class_name="trace-row", custom_attrs={"data-node": row["node_id"], "data-status": row["status"]},
+        padding="0.4em", border_bottom=f"1px solid {rx.color('gray', 4)}", width="100%", cursor="pointer",
+    )
+
+
+def trace_panel(state) -> rx.Component:
+    """The run's steps with input, output, duration, error and attempt; retry and ask the AI."""
+    return rx.vstack(
+        rx.text("Test input (JSON, given to the trigger as `input`)", size="2", weight="medium"),
+        rx.text_area(value=state.run_input, on_change=state.set_run_input, id="run-input", rows="3",
+                     placeholder='{"amount": 1500}', font_family="monospace", width="100%"),
+        rx.cond(state.run_input_error != "", rx.text(state.run_input_error, size="1", color_scheme="red",
+                                                     id="run-input-error")),
+        rx.cond(state.run_id != "", rx.hstack(
+            rx.text(state.run_summary, size="2", id="run-summary", weight="medium"),
+            rx.cond(state.watching, rx.spinner(size="1")),
+            align="center", spacing="2")),
+        rx.cond(state.run_error != "", rx.callout(state.run_error, icon="circle-x", color_scheme="red",
+                                                  size="1", id="run-error", width="100%")),
+        rx.hstack(
+            rx.cond((state.run_status == "failed") & state.can_execute,
+                    rx.button(rx.icon("rotate-ccw", size=14), "Retry from failed node", size="1",
+                              on_click=state.retry_failed, id="retry-failed")),
+            rx.cond((state.run_status == "failed") & state.can_use_agent,
+                    rx.button(rx.icon("sparkles", size=14), "Ask AI about this error", size="1", variant="soft",
+                              on_click=state.ask_ai_about_error, id="ask-ai-error")),
+            rx.cond((state.run_status == "paused") & (state.run_pause_reason != "step"),
+                    rx.button(rx.icon("refresh-cw", size=14), "Refresh", size="1", variant="soft",
+                              on_click=state.refresh_run, id="refresh-run")),
+            wrap="wrap", spacing="2",
+        ),
+        rx.cond(
+            state.trace.length() > 0,
+            rx.vstack(rx.foreach(state.trace, lambda row: _trace_row(state, row)), spacing="0", width="100%",
+                      id="trace"),
+            rx.text("No run yet: press Test run or Step by step.", size="2", color_scheme="gray", id="trace-empty"),
+        ),
+        spacing="2", width="100%",
+    )

@@ -1,0 +1,47 @@
+"""The workflow canvas: a Reflex wrapper of components/flow_canvas.jsx (@xyflow/react).
+
+The state owns the graph and passes React Flow nodes/edges (see state/editor_graph.py); the
+canvas reports settled changes as small diffs through its event triggers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import reflex as rx
+from reflex_base.event import passthrough_event_spec
+
+XYFLOW = "@xyflow/react@12.12.1"
+
+_SOURCE = rx.asset("flow_canvas.jsx", shared=True)
+rx.asset("flow_canvas.css", shared=True)  # imported by the .jsx; linked next to it
+
+
+class FlowCanvas(rx.NoSSRComponent):
+    """React Flow with PowerOn's node type, palette drop target, minimap and controls."""
+
+    library = _SOURCE.importable_path
+    tag = "FlowCanvas"
+    lib_dependencies: list[str] = [XYFLOW]
+
+    nodes: rx.Var[list[dict[str, Any]]]
+    edges: rx.Var[list[dict[str, Any]]]
+    read_only: rx.Var[bool]
+    # Changing it fits the view to the nodes (after loading another graph or version).
+    fit_revision: rx.Var[int]
+
+    # [{id, x, y}] of the nodes a drag moved, once the drag stops.
+    on_nodes_moved: rx.EventHandler[passthrough_event_spec(list[dict[str, Any]])]
+    # {source, sourceHandle, target}: the state checks the graph rules and adds or refuses it.
+    on_connect_nodes: rx.EventHandler[passthrough_event_spec(dict[str, Any])]
+    # {nodes: [ids], edges: [ids]} removed with Delete/Backspace.
+    on_delete_elements: rx.EventHandler[passthrough_event_spec(dict[str, Any])]
+    # {type, x, y}: a palette entry dropped on the canvas, in flow coordinates.
+    on_drop_node: rx.EventHandler[passthrough_event_spec(dict[str, Any])]
+    # [ids] of the selected nodes.
+    on_selection_changed: rx.EventHandler[passthrough_event_spec(list[str])]
+    # id of a double-clicked node.
+    on_node_opened: rx.EventHandler[passthrough_event_spec(str)]
+
+
+flow_canvas = FlowCanvas.create
