@@ -41,9 +41,13 @@ class HealthResponse(CamelModel):
 
 
 class WorkflowCreate(StrictCamelModel):
+    """A new workflow: its first draft is `graph`, or the graph of template `templateId` (not both),
+    else a lone manual trigger."""
+
     name: str
     description: str = ""
     graph: dict[str, Any] | None = None
+    template_id: str | None = None
 
 
 class WorkflowPatch(StrictCamelModel):
@@ -53,7 +57,12 @@ class WorkflowPatch(StrictCamelModel):
 
 
 class DraftPut(StrictCamelModel):
+    """PUT …/draft. `baseVersionId` and `baseLockVersion` (both or neither) name the version the
+    editor opened (WorkflowDetail.editedVersionId / editedLockVersion): 409 when it changed since."""
+
     graph: Any
+    base_version_id: str | None = None
+    base_lock_version: int | None = None
 
 
 class RestoreRequest(StrictCamelModel):
@@ -70,6 +79,7 @@ class VersionOut(CamelModel):
     sys_created_at: datetime
     sys_modified_at: datetime
     published_at: datetime | None
+    lock_version: int
 
 
 class FieldErrorOut(CamelModel):
@@ -99,8 +109,25 @@ class WorkflowOut(CamelModel):
 
 
 class WorkflowDetail(WorkflowOut):
+    """`graph` is the graph of `editedVersionId` (the draft, else the published version; both None
+    when the workflow has neither); send editedVersionId / editedLockVersion back as the base of
+    the next draft save."""
+
     graph: dict[str, Any]
     execution_logs: list[dict[str, Any]]
+    edited_version_id: str | None = None
+    edited_lock_version: int | None = None
+
+
+class TemplateOut(CamelModel):
+    """A workflow template: `connections` names the external connections it needs ([]: runs as is)."""
+
+    id: str
+    name: str
+    description: str
+    category: str
+    connections: list[str]
+    node_count: int
 
 
 class RunStart(StrictCamelModel):

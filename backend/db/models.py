@@ -258,6 +258,7 @@ class WorkflowVersion(SQLModel, table=True):
     sys_created_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
     sys_created_at: datetime = Field(default_factory=utcnow)
     sys_modified_at: datetime = Field(default_factory=utcnow)
+    sys_modified_by: str | None = Field(default=None, max_length=32)  # who saved the draft last (a user id)
     published_at: datetime | None = None
     lock_version: int = 1
 

@@ -7,9 +7,12 @@ every lookup here is scoped to it, so a foreign id is simply not found.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func
+from sqlalchemy import delete, func, update
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
 from backend.db.models import (
@@ -189,9 +192,14 @@ def version_numbers(session: Session, workflows: list[Workflow]) -> dict[str, di
     return numbers
 
 
+def edited_version(session: Session, workflow: Workflow) -> WorkflowVersion | None:
+    """The version a person edits: the draft, else the published one (None when neither)."""
+    return draft_version(session, workflow) or published_version(session, workflow)
+
+
 def current_graph(session: Session, workflow: Workflow) -> dict[str, Any]:
     """The graph a person edits: the draft's, else the published one's."""
-    version = draft_version(session, workflow) or published_version(session, workflow)
+    version = edited_version(session, workflow)
     return version.graph if version else default_graph()
 
 
@@ -214,17 +222,74 @@ def _next_version_number(session: Session, workflow: Workflow) -> int:
     return (highest or 0) + 1
 
 
-def save_draft(session: Session, user: User, workflow: Workflow, graph: Any) -> WorkflowVersion:
+@dataclass(frozen=True)
+class DraftBase:
+    """The version an editor opened (its id and lock_version): a save based on it is refused when
+    the edited version changed since (optimistic concurrency between browser tabs)."""
+
+    version_id: str
+    lock_version: int
+
+
+def _username(session: Session, user_id: str | None) -> str:
+    user = session.get(User, user_id) if user_id else None
+    return user.username if user is not None else "someone"
+
+
+def _when(moment: datetime) -> str:
+    """'14:02 UTC' today, '2026-11-29 14:02 UTC' on another day."""
+    today = utcnow().date()
+    return moment.strftime("%H:%M UTC" if moment.date() == today else "%Y-%m-%d %H:%M UTC")
+
+
+def _changed_elsewhere(session: Session, workflow: Workflow, draft: WorkflowVersion) -> Conflict:
+    saved_by = _username(session, draft.sys_modified_by or draft.sys_created_by)
+    return Conflict(
+        f"the draft of '{workflow.name}' was changed elsewhere (version {draft.version_number}, saved "
+        f"{_when(draft.sys_modified_at)} by {saved_by}) since you opened it; reload to see the changes"
+    )
+
+
+def _check_base(session: Session, workflow: Workflow, draft: WorkflowVersion | None,
+                published: WorkflowVersion | None, base: DraftBase) -> None:
+    """Conflict unless the version being edited is still exactly the one `base` names."""
+    if draft is not None:
+        if draft.id != base.version_id or draft.lock_version != base.lock_version:
+            raise _changed_elsewhere(session, workflow, draft)
+        return
+    if published is not None and published.id == base.version_id and published.lock_version == base.lock_version:
+        return  # opened the published version, which is untouched: the save starts the draft
+    opened = session.get(WorkflowVersion, base.version_id)
+    if opened is None or opened.workflow_id != workflow.id:
+        what = f"the version of '{workflow.name}' you opened no longer exists"
+    elif opened.status == lifecycle.PUBLISHED:
+        what = f"the draft of '{workflow.name}' was published (version {opened.version_number}) since you opened it"
+    else:
+        what = f"version {opened.version_number} of '{workflow.name}' was {opened.status} since you opened it"
+    raise Conflict(f"{what}; reload to see the changes")
+
+
+def save_draft(session: Session, user: User, workflow: Workflow, graph: Any,
+               base: DraftBase | None = None) -> WorkflowVersion:
     """Store `graph` in the draft, creating the draft when there is none.
 
     A published version is never changed: editing starts a new draft next to it. Only the
     structure is checked: a draft may be incomplete (validate_workflow reports the rest).
     Webhook secrets are stored sealed; a masked one keeps the stored secret
     (backend/triggers/secrets.py).
+
+    `base` names the version the editor opened (see WorkflowDetail.editedVersionId/-LockVersion):
+    when that version changed since (another tab saved, published or archived it), Conflict says
+    who changed what and nothing is written. Without `base` (agent tools, API clients) the graph
+    is saved over the current draft. Either way the write itself is guarded on lock_version, so
+    of two concurrent saves the later one is refused rather than silently lost.
     """
     graph = require_valid_structure(graph)
     draft = draft_version(session, workflow)
-    edited = draft or published_version(session, workflow)
+    published = published_version(session, workflow)
+    if base is not None:
+        _check_base(session, workflow, draft, published, base)
+    edited = draft or published
     graph = seal_secrets(graph, edited.graph if edited is not None else None)
     if draft is None:
         draft = WorkflowVersion(
@@ -232,12 +297,24 @@ def save_draft(session: Session, user: User, workflow: Workflow, graph: Any) -> 
             version_number=_next_version_number(session, workflow),
             graph=copy.deepcopy(graph),
             sys_created_by=user.id,
+            sys_modified_by=user.id,
         )
+        session.add(draft)
     else:
-        draft.graph = copy.deepcopy(graph)
-        draft.sys_modified_at = utcnow()
-        draft.lock_version += 1
-    session.add(draft)
+        values = {"graph": copy.deepcopy(graph), "sys_modified_at": utcnow(), "sys_modified_by": user.id,
+                  "lock_version": draft.lock_version + 1}
+        result = session.execute(
+            update(WorkflowVersion)
+            .where(WorkflowVersion.id == draft.id, WorkflowVersion.lock_version == draft.lock_version,
+                   WorkflowVersion.status == lifecycle.DRAFT)
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        )
+        if result.rowcount != 1:
+            session.refresh(draft)
+            raise _changed_elsewhere(session, workflow, draft)
+        for name, value in values.items():
+            set_committed_value(draft, name, value)
     workflow.sys_modified_at = utcnow()
     session.add(workflow)
     session.flush()

@@ -351,7 +351,7 @@ def _cycle_through(start: str, members: set[str], successors: dict[str, list[str
     return [start, start]
 
 
-def _cycle_errors(order: list[str], edges: list[tuple[int, str, str, str]],
+def cycle_errors(order: list[str], edges: list[tuple[int, str, str, str]],
                   types: dict[str, NodeType | None]) -> list[FieldError]:
     """Cycles left once every flow.loop's `each` edges are set aside (see the module docstring)."""
     successors: dict[str, list[str]] = defaultdict(list)
@@ -450,5 +450,5 @@ def validate_graph(graph: Any) -> list[FieldError]:
             seen[key] = index
         usable.append((index, source, handle, target))
 
-    errors += _cycle_errors(list(nodes), usable, types)
+    errors += cycle_errors(list(nodes), usable, types)
     return errors

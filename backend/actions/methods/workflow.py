@@ -35,6 +35,7 @@ from backend.errors import FieldError, Forbidden
 from backend.features.graphical_editor.interface import FEATURE_CODE, GraphicalEditorInterface, get_interface
 from backend.triggers.secrets import redact
 from backend.workflows import service
+from backend.workflows.connections import connection_error, edge_handle, handles_of, make_edge
 from backend.workflows.graph import default_graph
 from backend.workflows.node_types import DEFAULT_HANDLE, NodeType, palette
 from backend.workflows.validation import node_errors, validate_graph
@@ -111,7 +112,7 @@ def _editor(context: ActionContext, requested: str | None) -> GraphicalEditorInt
 
 def _edited_version(iface: GraphicalEditorInterface, workflow: Workflow) -> WorkflowVersion | None:
     """The version a person edits: the draft, else the published one."""
-    return service.draft_version(iface.session, workflow) or service.published_version(iface.session, workflow)
+    return service.edited_version(iface.session, workflow)
 
 
 def _graph_of(version: WorkflowVersion | None) -> dict[str, Any]:
@@ -140,11 +141,6 @@ def _types() -> dict[str, NodeType]:
     return {t.type: t for t in palette()}
 
 
-def _handle(edge: dict[str, Any]) -> str:
-    handle = edge.get("sourceHandle")
-    return handle if isinstance(handle, str) else DEFAULT_HANDLE
-
-
 _EDGE_REF = re.compile(r"edges\[(\d+)\](?:\.(\w+))?")
 
 
@@ -157,7 +153,7 @@ def _error_key(error: FieldError, graph: dict[str, Any]) -> tuple[str | None, st
         if index < len(edges) and isinstance(edges[index], dict):
             edge = edges[index]
             part = f" ({match.group(2)})" if match.group(2) else ""
-            return f"edge {edge.get('source')}.{_handle(edge)} → {edge.get('target')}{part}"
+            return f"edge {edge.get('source')}.{edge_handle(edge)} → {edge.get('target')}{part}"
         return match.group(0)
 
     return error.node_id, _EDGE_REF.sub(name, error.field), _EDGE_REF.sub(name, error.message)
@@ -409,34 +405,21 @@ class ConnectParams(ActionParams):
                     "may lead back into its loop).",
         params=ConnectParams, capabilities=("write",))
 def connect_nodes(params: ConnectParams, context: ActionContext) -> dict[str, Any]:
-    types = _types()
-
     def change(graph: dict[str, Any]) -> dict[str, Any]:
-        source = _require_node(graph, params.source, "source")
-        target = _require_node(graph, params.target, "target")
+        reason = connection_error(graph, params.source, params.source_handle, params.target)
+        if reason is not None:
+            raise ActionError(reason)
+        nodes = _nodes(graph)
+        source, target = nodes[params.source], nodes[params.target]
         handle = params.source_handle or DEFAULT_HANDLE
-        source_type = types.get(source.get("type"))
-        handles: list[str] = []
-        if source_type is not None:
-            handles = list(dict.fromkeys(source_type.output_handles(source.get("parameters"),
-                                                                    source.get("onError"))))
-            if handle not in handles:
-                expected = (f"its handles are: {', '.join(handles)}" if handles
-                            else "it has no output handles, so no edge may leave it")
-                raise ActionError(f"node '{params.source}' ({source_type.type}) has no handle '{handle}'; {expected}")
-        for edge in graph["edges"]:
-            if (isinstance(edge, dict) and edge.get("source") == params.source and edge.get("target") == params.target
-                    and _handle(edge) == handle):
-                raise ActionError(f"the edge {params.source}.{handle} → {params.target} already exists")
-        edge: dict[str, Any] = {"source": params.source, "target": params.target}
-        if handle != DEFAULT_HANDLE:
-            edge["sourceHandle"] = handle
+        edge = make_edge(params.source, handle, params.target)
         fresh = not any(isinstance(e, dict) and params.target in (e.get("source"), e.get("target"))
                         for e in graph["edges"])
         graph["edges"].append(edge)
         origin = _position(source)
-        if fresh and origin is not None and params.target != params.source:
+        if fresh and origin is not None:
             # A node without edges yet is placed right of its source, branches side by side.
+            handles = handles_of(source)
             index = handles.index(handle) if handle in handles else 0
             offset = (index - (len(handles) - 1) / 2) * Y_STEP if len(handles) > 1 else 0
             target["position"] = _free_spot(graph, origin[0] + X_STEP, origin[1] + offset, skip=params.target)
@@ -452,9 +435,9 @@ def disconnect_nodes(params: ConnectParams, context: ActionContext) -> dict[str,
     def change(graph: dict[str, Any]) -> dict[str, Any]:
         handle = params.source_handle or DEFAULT_HANDLE
         kept = [e for e in graph["edges"] if not (isinstance(e, dict) and e.get("source") == params.source
-                                                   and e.get("target") == params.target and _handle(e) == handle)]
+                                                   and e.get("target") == params.target and edge_handle(e) == handle)]
         if len(kept) == len(graph["edges"]):
-            leaving = [f"{e.get('source')}.{_handle(e)} → {e.get('target')}" for e in graph["edges"]
+            leaving = [f"{e.get('source')}.{edge_handle(e)} → {e.get('target')}" for e in graph["edges"]
                        if isinstance(e, dict) and e.get("source") == params.source]
             raise ActionError(f"there is no edge {params.source}.{handle} → {params.target}; edges leaving "
                               f"'{params.source}': {', '.join(leaving) or 'none'}")

@@ -18,7 +18,7 @@ from backend.rbac.access import AccessContext
 from backend.rbac.rights import Level
 from backend.statemachines import workflow_run as run_lifecycle
 from backend.workflows import run_history as history
-from backend.workflows import service
+from backend.workflows import service, templates
 from backend.workflows.validation import validate_graph
 
 FEATURE_CODE = "graphicalEditor"
@@ -79,11 +79,26 @@ class GraphicalEditorInterface:
             raise NotFound(f"workflow {workflow_id} not found")
         return workflow
 
-    def create_workflow(self, name: Any, description: str = "", graph: Any = None) -> Workflow:
+    def create_workflow(self, name: Any, description: str = "", graph: Any = None,
+                        template_id: str | None = None) -> Workflow:
+        """A new workflow whose draft is `graph`, or the graph of template `template_id` (not both:
+        422 naming templateId), else a lone manual trigger."""
         self._require("workflow", "create")
+        if template_id is not None:
+            if graph is not None:
+                raise InvalidInput([FieldError("templateId", "give either graph or templateId, not both")])
+            try:
+                graph = templates.template(template_id).graph
+            except NotFound as exc:
+                raise InvalidInput([FieldError("templateId", str(exc))]) from None
         if graph is not None:
             _refuse_bad_schedules(graph)
         return service.create_workflow(self.session, self.user, self.instance, name, description, graph)
+
+    def list_templates(self) -> list[templates.Template]:
+        """The workflow templates (to whoever may read workflows here)."""
+        self._require("workflow", "read")
+        return templates.templates()
 
     def update_workflow(self, workflow: Workflow, name: Any = None, description: str | None = None,
                         active: bool | None = None) -> Workflow:
@@ -100,13 +115,19 @@ class GraphicalEditorInterface:
         self._require("workflow_version", "read")
         return service.list_versions(self.session, workflow)
 
-    def save_draft(self, workflow: Workflow, graph: Any) -> WorkflowVersion:
+    def save_draft(self, workflow: Workflow, graph: Any, base: service.DraftBase | None = None) -> WorkflowVersion:
         """Save the draft. A draft may be incomplete, but a schedule it cannot run is refused at
         once (422 naming node and field), as when creating: a wrong cron, interval or time zone
-        is never work in progress worth keeping, and finding out only at publish time is late."""
+        is never work in progress worth keeping, and finding out only at publish time is late.
+
+        `base` (the version the editor opened): Conflict when it changed since (service.save_draft)."""
         self._require("workflow", "update", workflow)
         _refuse_bad_schedules(graph)
-        return service.save_draft(self.session, self.user, workflow, graph)
+        return service.save_draft(self.session, self.user, workflow, graph, base)
+
+    def edited_version(self, workflow: Workflow) -> WorkflowVersion | None:
+        """The version a person edits: the draft, else the published one (None when neither)."""
+        return service.edited_version(self.session, workflow)
 
     def validate_workflow(self, workflow: Workflow) -> list[FieldError]:
         """Every DESIGN §4 problem of the graph being edited (draft, else published); [] when valid."""
@@ -124,12 +145,13 @@ class GraphicalEditorInterface:
     # --- runs -------------------------------------------------------------------------------
 
     def start_run(self, workflow: Workflow, input: Any = None, version: str | None = None,  # noqa: A002
-                  mode: str = "full") -> WorkflowRun:
+                  mode: str = "full", wait_seconds: float | None = None) -> WorkflowRun:
         """Start a run of the draft (default when there is one) or the published version.
 
         The run executes on a run thread (backend/engine/worker.py); the answer is its state
         once it came to rest (completed, failed, cancelled or paused), or `running` when that
-        took longer than POWERON_RUN_WAIT_SECONDS.
+        took longer than `wait_seconds` (POWERON_RUN_WAIT_SECONDS by default; 0 returns at once,
+        for callers that watch the run themselves, like the editor's live trace).
         """
         self.require_resource("execute")
         self._require("workflow_run", "create")
@@ -142,11 +164,11 @@ class GraphicalEditorInterface:
             raise Conflict(f"workflow '{workflow.name}' has no {version or 'draft or published'} version to run")
         run = executor.start_run(self.session, self.user, workflow, chosen, input, mode)
         self.session.commit()
-        return self._executed(run)
+        return self._executed(run, wait_seconds)
 
-    def _executed(self, run: WorkflowRun) -> WorkflowRun:
+    def _executed(self, run: WorkflowRun, wait_seconds: float | None = None) -> WorkflowRun:
         """`run` (committed) executed on a run thread, as it stands after the wait."""
-        worker.execute_and_wait(run.id)
+        worker.execute_and_wait(run.id, wait_seconds)
         self.session.refresh(run)
         return run
 
@@ -205,20 +227,20 @@ class GraphicalEditorInterface:
         run_lifecycle.cancel(self.session, run, f"cancelled by {self.user.username}", by=self.user.id)
         return run
 
-    def continue_run(self, run: WorkflowRun) -> WorkflowRun:
+    def continue_run(self, run: WorkflowRun, wait_seconds: float | None = None) -> WorkflowRun:
         """Step-by-step mode: run the next node of a run paused by the step debugger."""
         self.require_resource("execute")
         executor.continue_run(self.session, run)
-        return self._executed(run)
+        return self._executed(run, wait_seconds)
 
-    def retry_run(self, run: WorkflowRun) -> WorkflowRun:
+    def retry_run(self, run: WorkflowRun, wait_seconds: float | None = None) -> WorkflowRun:
         """Retry a failed run from its failed node: a new run that reuses the completed outputs
         (see backend/engine/recovery.py) executed to its next resting state; 409 unless failed."""
         self.require_resource("execute")
         self._require("workflow_run", "create")
         retry = recovery.retry_failed_run(self.session, self.user, run)
         self.session.commit()
-        return self._executed(retry)
+        return self._executed(retry, wait_seconds)
 
 
 def _node_type(graph: Any, node_id: str) -> str | None:

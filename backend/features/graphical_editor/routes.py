@@ -25,6 +25,7 @@ from backend.api.schemas import (
     RunStart,
     RunSummaryOut,
     StepOut,
+    TemplateOut,
     ValidationReport,
     VersionOut,
     WorkflowCreate,
@@ -34,6 +35,7 @@ from backend.api.schemas import (
 )
 from backend.db.models import Workflow, WorkflowRun
 from backend.engine.steps import split_error
+from backend.errors import FieldError, InvalidInput
 from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
 from backend.triggers import secrets as webhook_secrets
 from backend.workflows import run_history, service
@@ -72,9 +74,12 @@ def workflow_out(iface: GraphicalEditorInterface, workflow: Workflow,
 def workflow_detail(iface: GraphicalEditorInterface, workflow: Workflow) -> WorkflowDetail:
     """The full form: with the graph a person edits and the audit log."""
     summary = workflow_out(iface, workflow).model_dump()
+    version = iface.edited_version(workflow)
+    graph = version.graph if version is not None else service.current_graph(iface.session, workflow)
     return WorkflowDetail(
-        **summary, graph=shown_graph(iface, workflow, service.current_graph(iface.session, workflow)),
-        execution_logs=workflow.execution_logs or []
+        **summary, graph=shown_graph(iface, workflow, graph), execution_logs=workflow.execution_logs or [],
+        edited_version_id=version.id if version is not None else None,
+        edited_lock_version=version.lock_version if version is not None else None,
     )
 
 
@@ -92,7 +97,16 @@ def list_workflows(iface: Iface) -> list[WorkflowOut]:
 
 @router.post("/workflows", status_code=201, response_model=WorkflowDetail, **permission("DATA", WORKFLOW, "create"))
 def create_workflow(body: WorkflowCreate, iface: Iface) -> WorkflowDetail:
-    return workflow_detail(iface, iface.create_workflow(body.name, body.description, body.graph))
+    """Create a workflow; its first draft is `graph`, the graph of template `templateId`, or a manual trigger."""
+    return workflow_detail(iface, iface.create_workflow(body.name, body.description, body.graph, body.template_id))
+
+
+@router.get("/templates", response_model=list[TemplateOut], **permission("DATA", WORKFLOW, "read"))
+def list_templates(iface: Iface) -> list[TemplateOut]:
+    """The workflow templates a new workflow can start from (POST …/workflows {templateId})."""
+    return [TemplateOut(id=t.id, name=t.name, description=t.description, category=t.category,
+                        connections=list(t.connections), node_count=len(t.graph["nodes"]))
+            for t in iface.list_templates()]
 
 
 @router.get("/workflows/{workflowId}", response_model=WorkflowDetail, **permission("DATA", WORKFLOW, "read"))
@@ -115,7 +129,18 @@ def delete_workflow(workflow_id: WorkflowId, iface: Iface) -> Response:
 
 @router.put("/workflows/{workflowId}/draft", response_model=VersionOut, **permission("DATA", WORKFLOW, "update"))
 def put_draft(workflow_id: WorkflowId, body: DraftPut, iface: Iface) -> VersionOut:
-    return VersionOut.model_validate(iface.save_draft(iface.get_workflow(workflow_id), body.graph))
+    """Save the draft; with baseVersionId and baseLockVersion, 409 when that version changed since."""
+    return VersionOut.model_validate(iface.save_draft(iface.get_workflow(workflow_id), body.graph, draft_base(body)))
+
+
+def draft_base(body: DraftPut) -> service.DraftBase | None:
+    """The base of a draft save: both fields or neither (422 naming the missing one)."""
+    if body.base_version_id is None and body.base_lock_version is None:
+        return None
+    if body.base_version_id is None or body.base_lock_version is None:
+        missing = "baseVersionId" if body.base_version_id is None else "baseLockVersion"
+        raise InvalidInput([FieldError(missing, "give baseVersionId and baseLockVersion together, or neither")])
+    return service.DraftBase(body.base_version_id, body.base_lock_version)
 
 
 @router.post("/workflows/{workflowId}/validate", response_model=ValidationReport,
@@ -268,7 +293,7 @@ def workflow_agent(workflow_id: WorkflowId, iface: Iface, body: AgentPrompt) -> 
     """The editor's chat about one workflow: the agent gets the workflow toolbox and the current
     graph (draft, else published) and streams its events as POST {base}/agent does."""
     workflow = iface.get_workflow(workflow_id)
-    version = service.draft_version(iface.session, workflow) or service.published_version(iface.session, workflow)
+    version = service.edited_version(iface.session, workflow)
     request = agent_service.prepare_run(iface.access, iface.instance.id, body.prompt, body.chat_id,
                                         system_extra=workflow_context(workflow, version.graph if version else {}))
     return event_stream(request)
