@@ -29,6 +29,7 @@ const STATUS_COLOURS = {
   cancelled: "#b9bbc6",
 };
 const HANDLE_GAP = 22;
+const FIT_OPTIONS = { padding: 0.2, maxZoom: 1 };
 
 // Palette entries are plain elements with data-node-type; one document-level listener turns
 // their drag into a typed payload, so the palette needs no JavaScript of its own.
@@ -110,7 +111,7 @@ function Canvas(props) {
   useEffect(() => {
     if (fitRevision) {
       // After the new nodes have been measured.
-      requestAnimationFrame(() => flow.fitView({ padding: 0.15, duration: 0 }));
+      requestAnimationFrame(() => flow.fitView(FIT_OPTIONS));
     }
   }, [fitRevision, flow]);
 
@@ -228,6 +229,7 @@ function Canvas(props) {
       deleteKeyCode={readOnly ? null : ["Delete", "Backspace"]}
       multiSelectionKeyCode={["Shift", "Meta", "Control"]}
       fitView
+      fitViewOptions={FIT_OPTIONS}
       minZoom={0.1}
       maxZoom={2}
       onlyRenderVisibleElements

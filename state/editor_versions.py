@@ -1,0 +1,367 @@
+"""The editor's Versions tab: the workflow's versions, the active switch and the schedule status.
+
+Versions follow DESIGN §5: draft → publish → published → unpublish → draft; published → archive
+→ archived → restore → published; at most one published version, and editing never changes it
+(edits go to the draft). Any version can be opened read-only on the canvas (`viewing_version`).
+
+The schedule status says what the scheduler does with the published version's trigger.schedule
+nodes: they run only while the workflow is active, and `Workflow.event_id` is the handle of the
+registered jobs (the scheduler writes it; it reacts to publish and the switch by itself through
+backend/workflows/changes.py). Next fire times come from the scheduler's own triggers
+(backend/scheduler/cron.py), never from a second cron translation.
+
+The pure helpers (`version_rows`, `schedule_text`, …) hold the logic; the mixin only loads and
+assigns. It is mixed into EditorState (state/editor.py), which provides `_graph`, `_publish()`,
+`save_status`, `fit_revision`, `selected_ids`, `can_edit`, `workflow_id` and `_reload()`.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, TypedDict
+
+import reflex as rx
+from sqlmodel import Session, select
+
+from backend.db.models import User, Workflow, WorkflowVersion
+from backend.errors import DomainError, Forbidden, NotFound
+from backend.scheduler.cron import Schedule
+from backend.scheduler.jobs import schedule_nodes
+from backend.triggers.secrets import redact
+from state.auth import NotSignedIn
+from state.page import user_message
+from state.permissions import requires
+
+PUBLISH_RIGHT = "resource.feature.graphicalEditor.publish"
+VERSION_DATA = "data.feature.graphicalEditor.workflow_version"
+WORKFLOW_DATA = "data.feature.graphicalEditor.workflow"
+TIME_FORMAT = "%Y-%m-%d %H:%M UTC"
+NO_SCHEDULE = "No schedule trigger"
+NOT_REGISTERED = "Schedule not registered: publish the workflow and switch it active"
+ACTION_WORDS = {"publish": "Published", "unpublish": "Unpublished", "archive": "Archived", "restore": "Restored"}
+
+
+class VersionRow(TypedDict):
+    id: str
+    number: int
+    status: str
+    created: str
+    published: str
+    author: str
+
+
+# --- pure helpers ---------------------------------------------------------------------------------
+
+
+def _stamp(moment: datetime | None) -> str:
+    return moment.strftime(TIME_FORMAT) if moment else ""
+
+
+def version_row(version: WorkflowVersion, author: str) -> VersionRow:
+    return VersionRow(id=version.id, number=version.version_number, status=version.status,
+                      created=_stamp(version.sys_created_at), published=_stamp(version.published_at),
+                      author=author)
+
+
+def version_rows(versions: Iterable[WorkflowVersion], usernames: dict[str, str]) -> list[VersionRow]:
+    """The rows of the versions list, newest first; `usernames` maps user ids to names."""
+    ordered = sorted(versions, key=lambda v: v.version_number, reverse=True)
+    return [version_row(v, usernames.get(v.sys_created_by or "", "")) for v in ordered]
+
+
+def with_draft(rows: list[VersionRow], draft: WorkflowVersion, author: str) -> list[VersionRow]:
+    """`rows` after the draft `draft` was saved: its row updated in place, or added on top when new."""
+    for index, row in enumerate(rows):
+        if row["id"] == draft.id:
+            updated = VersionRow(**{**row, "status": draft.status})
+            return [*rows[:index], updated, *rows[index + 1:]]
+    return sorted([version_row(draft, author), *rows], key=lambda r: r["number"], reverse=True)
+
+
+def _clock(hour: str, minute: str, second: str | None = None) -> str | None:
+    if not (hour.isdigit() and minute.isdigit() and (second is None or second.isdigit())):
+        return None
+    text = f"{int(hour):02d}:{int(minute):02d}"
+    return text if second in (None, "0", "00") else f"{text}:{int(second):02d}"
+
+
+_WEEKDAYS = {"1-5": "on weekdays", "mon-fri": "on weekdays", "0,6": "on weekends", "6,0": "on weekends",
+             "sat,sun": "on weekends", "sun,sat": "on weekends"}
+_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def cron_words(expression: str) -> str | None:
+    """A plain description of the simplest crontab schedules ("every day 07:00"), else None."""
+    parts = expression.split()
+    if len(parts) == 6:
+        second, parts = parts[0], parts[1:]
+    elif len(parts) == 5:
+        second = None
+    else:
+        return None
+    minute, hour, day, month, weekday = parts
+    if month != "*":
+        return None
+    if hour == "*" and day == "*" and weekday == "*":
+        if minute == "*" and second in (None, "0", "00"):
+            return "every minute"
+        if minute.isdigit() and second in (None, "0", "00"):
+            return f"every hour at :{int(minute):02d}"
+        match = re.fullmatch(r"\*/(\d+)", minute)
+        if match and second in (None, "0", "00"):
+            return f"every {int(match.group(1))} min"
+        return None
+    clock = _clock(hour, minute, second)
+    if clock is None:
+        return None
+    if day == "*" and weekday == "*":
+        return f"every day {clock}"
+    if day == "*":
+        lowered = weekday.lower()
+        if lowered in _WEEKDAYS:
+            return f"{_WEEKDAYS[lowered]} {clock}"
+        if lowered.isdigit() and int(lowered) <= 7:
+            return f"every {_DAY_NAMES[int(lowered)]} {clock}"
+        if lowered in _DAY_NAMES:
+            return f"every {lowered} {clock}"
+        return None
+    if weekday == "*" and day.isdigit():
+        return f"monthly on day {int(day)} {clock}"
+    return None
+
+
+def interval_words(seconds: int) -> str:
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
+        if seconds % size == 0:
+            return f"every {seconds // size} {unit}"
+    return f"every {seconds} s"
+
+
+def describe_schedule(schedule: Schedule) -> str:
+    """E.g. "every day 07:00 (0 7 * * *, Europe/Zurich)" or "every 15 min (UTC)"."""
+    if schedule.cron is not None:
+        words = cron_words(schedule.cron)
+        if words:
+            return f"{words} ({schedule.cron}, {schedule.timezone})"
+        return f"cron {schedule.cron} ({schedule.timezone})"
+    return f"{interval_words(schedule.interval_seconds or 0)} ({schedule.timezone})"
+
+
+def next_fire_time(schedule: Schedule, anchor: datetime | None, now: datetime | None = None) -> datetime | None:
+    """The next fire time after `now`, from the very trigger the scheduler registers (cron.py)."""
+    now = now or datetime.now(UTC)
+    return schedule.trigger(anchor=anchor).get_next_fire_time(None, now)
+
+
+def schedule_text(published_graph: dict[str, Any] | None, draft_graph: dict[str, Any] | None, active: bool,
+                  event_id: str | None, published_at: datetime | None = None, now: datetime | None = None) -> str:
+    """The schedule status line of the Versions tab.
+
+    Only the published version's schedule nodes run, and only while the workflow is active; the
+    eventId (written by the scheduler) shows the jobs are registered.
+    """
+    published = schedule_nodes(published_graph) if published_graph else []
+    if not published:
+        if draft_graph and schedule_nodes(draft_graph):
+            return NOT_REGISTERED
+        return NO_SCHEDULE
+    parts = ["Schedule: " + "; ".join(describe_schedule(schedule) for _node, schedule in published)]
+    if not active:
+        parts.append("not registered: switch the workflow active")
+        return " · ".join(parts)
+    times = [t for _node, schedule in published if (t := next_fire_time(schedule, published_at, now)) is not None]
+    if times:
+        first = min(times)
+        parts.append(f"next run {first.strftime('%Y-%m-%d %H:%M')}")
+    if event_id:
+        parts.append(f"job registered (eventId {event_id})")
+    else:
+        parts.append("job not registered yet (the scheduler registers it shortly)")
+    return " · ".join(parts)
+
+
+def may_publish(iface: Any, workflow: Workflow) -> bool:
+    """Whether the user holds the publish right here (and may change the workflow)."""
+    try:
+        iface.require_resource("publish")
+    except Forbidden:
+        return False
+    return iface.can("workflow", "update", workflow)
+
+
+def _moment(text: str) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def usernames_of(session: Session, user_ids: Iterable[str | None]) -> dict[str, str]:
+    wanted = sorted({i for i in user_ids if i})
+    if not wanted:
+        return {}
+    return {u.id: u.username for u in session.exec(select(User).where(User.id.in_(wanted))).all()}
+
+
+# --- the mixin ------------------------------------------------------------------------------------
+
+
+class EditorVersionsMixin(rx.State, mixin=True):
+    """Versions, publishing, the read-only view of a version, the active switch, the schedule status."""
+
+    versions: list[VersionRow] = []
+    # "" = editing the draft; else the number of the version shown read-only.
+    viewing_version: str = ""
+    viewing_status: str = ""
+    workflow_active: bool = False
+    can_publish: bool = False
+    has_draft: bool = False
+    has_published: bool = False
+    schedule_text: str = NO_SCHEDULE
+
+    _viewed_graph: dict[str, Any] = {}
+    # The schedule facts apart from the draft (so a draft save can update the text without a query).
+    _published_graph: dict[str, Any] = {}
+    _published_at: str = ""  # ISO
+    _event_id: str = ""
+
+    # --- loading (called by EditorState) --------------------------------------------------------
+
+    def _load_versions(self, iface: Any, workflow: Workflow) -> None:
+        """Fill the Versions tab from the database (inside the page's session)."""
+        self.workflow_active = bool(workflow.active)
+        self.can_publish = may_publish(iface, workflow)
+        try:
+            versions = iface.list_versions(workflow)
+        except Forbidden:
+            versions = []
+        self.versions = version_rows(versions, usernames_of(iface.session, (v.sys_created_by for v in versions)))
+        published = next((v for v in versions if v.status == "published"), None)
+        draft = next((v for v in versions if v.status == "draft"), None)
+        self.has_draft, self.has_published = draft is not None, published is not None
+        self._published_graph = copy.deepcopy(published.graph) if published else {}
+        self._published_at = published.published_at.isoformat() if published and published.published_at else ""
+        self._event_id = workflow.event_id or ""
+        self.schedule_text = schedule_text(self._published_graph, draft.graph if draft else None,
+                                           self.workflow_active, self._event_id, _moment(self._published_at))
+        if self.viewing_version:
+            row = next((r for r in self.versions if str(r["number"]) == self.viewing_version), None)
+            if row is None:
+                self.viewing_version, self.viewing_status, self._viewed_graph = "", "", {}
+            else:
+                self.viewing_status = row["status"]
+
+    def _note_draft_saved(self, version: WorkflowVersion) -> None:
+        """After a draft save: show the draft row (new or updated) without asking the database."""
+        self.versions = with_draft(list(self.versions), version, self.username)
+        self.has_draft = True
+        self.schedule_text = schedule_text(self._published_graph, version.graph, self.workflow_active,
+                                           self._event_id, _moment(self._published_at))
+
+    def _editor_interface(self, session: Session, user: User) -> tuple[Any, Workflow]:
+        """The page's workflow with its instance's interface (state.editor.editor_interface)."""
+        from state.editor import editor_interface  # state.editor imports this module
+
+        return editor_interface(session, user, self.workflow_id)
+
+    def _keep_readonly(self) -> None:
+        """The page reload resets the save status; a version being viewed stays read only."""
+        if self.viewing_version:
+            self.save_status = "readonly"
+
+    def _change_version(self, action: str, version_id: str | None = None):
+        changed: list[int] = []
+
+        def work(session: Session, user: User) -> None:
+            iface, workflow = self._editor_interface(session, user)
+            changed.append(iface.change_version(workflow, action, version_id).version_number)
+
+        ok, event = self._attempt(work, "")
+        if ok:
+            self.notice = f"{ACTION_WORDS[action]} version {changed[0]}."
+        elif self.error:
+            self.error = f"{action.capitalize()} refused: {self.error}"
+        self._keep_readonly()
+        return event
+
+    # --- version actions ------------------------------------------------------------------------
+
+    @rx.event
+    @requires("RESOURCE", PUBLISH_RIGHT)
+    def publish_draft(self):
+        """Publish the draft (an invalid graph is refused with its problems); the old published one is archived."""
+        return self._change_version("publish")
+
+    @rx.event
+    @requires("RESOURCE", PUBLISH_RIGHT)
+    def unpublish(self):
+        """Take the published version back to draft (refused while another draft exists)."""
+        return self._change_version("unpublish")
+
+    @rx.event
+    @requires("RESOURCE", PUBLISH_RIGHT)
+    def archive_published(self):
+        """Archive the published version: the workflow then has none (its schedule stops)."""
+        return self._change_version("archive")
+
+    @rx.event
+    @requires("RESOURCE", PUBLISH_RIGHT)
+    def restore_version(self, version_id: str):
+        """Publish an archived version again (the published one, if any, is archived)."""
+        return self._change_version("restore", version_id)
+
+    # --- read-only view -------------------------------------------------------------------------
+
+    @rx.event
+    @requires("DATA", VERSION_DATA)
+    def open_version(self, version_id: str):
+        """Show a version read-only on the canvas (webhook secrets masked)."""
+        self.error = ""
+        try:
+            with self._user_session() as (session, user):
+                iface, workflow = self._editor_interface(session, user)
+                version = next((v for v in iface.list_versions(workflow) if v.id == version_id), None)
+                if version is None:
+                    raise NotFound(f"version {version_id} not found")
+                self._viewed_graph = redact(copy.deepcopy(version.graph))
+                self._viewed_graph.setdefault("nodes", [])
+                self._viewed_graph.setdefault("edges", [])
+                self.viewing_version = str(version.version_number)
+                self.viewing_status = version.status
+        except NotSignedIn:
+            return self._signed_out()
+        except DomainError as exc:
+            self.error = user_message(exc)
+            return None
+        self.save_status = "readonly"
+        self.selected_ids = []
+        self.fit_revision += 1
+        self._publish()
+        return None
+
+    @rx.event
+    @requires("ui")
+    def back_to_draft(self):
+        """Leave the read-only view: the canvas shows the graph being edited again."""
+        self.viewing_version, self.viewing_status, self._viewed_graph = "", "", {}
+        self.save_status = "saved" if self.can_edit else "readonly"
+        self.selected_ids = []
+        self.fit_revision += 1
+        self._publish()
+
+    # --- the active switch ----------------------------------------------------------------------
+
+    @rx.event
+    @requires("DATA", WORKFLOW_DATA)
+    def set_active(self, checked: bool):
+        """Switch the workflow (in)active; the scheduler (un)registers its jobs by itself."""
+        def work(session: Session, user: User) -> None:
+            iface, workflow = self._editor_interface(session, user)
+            iface.update_workflow(workflow, active=bool(checked))
+
+        ok, event = self._attempt(work, "Workflow switched active." if checked else "Workflow switched inactive.")
+        if not ok and self.error:
+            self.error = f"Switching {'on' if checked else 'off'} refused: {self.error}"
+        self._keep_readonly()
+        return event
+
