@@ -20,6 +20,7 @@ def _registry() -> dict[str, NodeType]:
 
 
 def _nodes(graph: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Nodes by id; the first of duplicated ids (validate reports the duplicate)."""
     nodes: dict[str, dict[str, Any]] = {}
     for node in graph.get("nodes") or []:
         if isinstance(node, dict) and isinstance(node.get("id"), str):

@@ -10,7 +10,8 @@ import json
 import re
 from typing import Any
 
-from backend.workflows.node_types import DEFAULT_HANDLE, node_type
+from backend.workflows.connections import edge_handle, make_edge
+from backend.workflows.node_types import node_type
 
 NODE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 X_STEP, Y_STEP = 260, 160
@@ -22,11 +23,6 @@ class GraphEditError(ValueError):
 
 def nodes_by_id(graph: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {n["id"]: n for n in graph.get("nodes", []) if isinstance(n, dict) and isinstance(n.get("id"), str)}
-
-
-def edge_handle(edge: dict[str, Any]) -> str:
-    handle = edge.get("sourceHandle")
-    return handle if isinstance(handle, str) else DEFAULT_HANDLE
 
 
 def edge_key(edge: dict[str, Any]) -> str:
@@ -128,8 +124,6 @@ def remove_elements(graph: dict[str, Any], node_ids: list[str] = (), edge_keys: 
 
 def add_edge(graph: dict[str, Any], source: str, handle: str | None, target: str) -> dict[str, Any]:
     """Append the edge source.handle → target (the caller checked it with connections.connection_error)."""
-    edge: dict[str, Any] = {"source": source, "target": target}
-    if handle and handle != DEFAULT_HANDLE:
-        edge["sourceHandle"] = handle
+    edge = make_edge(source, handle, target)
     graph.setdefault("edges", []).append(edge)
     return edge

@@ -34,15 +34,13 @@ from backend.engine.steps import split_error
 from backend.errors import FieldError, Forbidden
 from backend.features.graphical_editor.interface import FEATURE_CODE, GraphicalEditorInterface, get_interface
 from backend.triggers.secrets import redact
-from backend.workflows import service
+from backend.workflows import graph_edit, service
 from backend.workflows.connections import connection_error, edge_handle, handles_of, make_edge
 from backend.workflows.graph import default_graph
 from backend.workflows.node_types import DEFAULT_HANDLE, NodeType, palette
 from backend.workflows.validation import node_errors, validate_graph
 
 TOOLBOX = "workflow"
-NODE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-X_STEP, Y_STEP = 260, 160
 PREVIEW_CHARS = 300
 ERROR_CHARS = 1500
 MAX_STEPS = 60
@@ -125,12 +123,8 @@ def _version_info(version: WorkflowVersion | None) -> dict[str, Any] | None:
     return {"number": version.version_number, "status": version.status} if version is not None else None
 
 
-def _nodes(graph: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {n["id"]: n for n in graph["nodes"] if isinstance(n, dict) and isinstance(n.get("id"), str)}
-
-
 def _require_node(graph: dict[str, Any], node_id: str, role: str = "node") -> dict[str, Any]:
-    nodes = _nodes(graph)
+    nodes = graph_edit.nodes_by_id(graph)
     if node_id not in nodes:
         known = ", ".join(nodes) or "none"
         raise ActionError(f"{role} '{node_id}' is not in the graph; its nodes are: {known}")
@@ -207,21 +201,6 @@ def _compact_edge(edge: dict[str, Any]) -> dict[str, Any]:
     if edge.get("sourceHandle") is not None:
         compact["sourceHandle"] = edge["sourceHandle"]
     return compact
-
-
-def _position(node: dict[str, Any]) -> tuple[float, float] | None:
-    position = node.get("position")
-    if isinstance(position, dict) and all(isinstance(position.get(a), (int, float)) for a in ("x", "y")):
-        return float(position["x"]), float(position["y"])
-    return None
-
-
-def _free_spot(graph: dict[str, Any], x: float, y: float, skip: str | None = None) -> dict[str, float]:
-    """(x, y), moved down until no other node sits there."""
-    taken = [p for n in graph["nodes"] if n.get("id") != skip and (p := _position(n)) is not None]
-    while any(abs(px - x) < X_STEP / 2 and abs(py - y) < Y_STEP / 2 for px, py in taken):
-        y += Y_STEP
-    return {"x": x, "y": y}
 
 
 def _preview(value: Any, limit: int = PREVIEW_CHARS) -> str | None:
@@ -317,19 +296,6 @@ class AddNodeParams(ActionParams):
     editor_instance_id: str | None = Field(None, description=EDITOR_HELP)
 
 
-def _new_id(graph: dict[str, Any], type_id: str) -> str:
-    base = re.sub(r"[^A-Za-z0-9_]", "_", type_id.rsplit(".", 1)[-1]) or "node"
-    if not base[0].isalpha() and base[0] != "_":
-        base = "n_" + base
-    taken = set(_nodes(graph))
-    if base not in taken:
-        return base
-    number = 2
-    while f"{base}{number}" in taken:
-        number += 1
-    return f"{base}{number}"
-
-
 @action("workflow.addNode", toolbox=TOOLBOX, label="Add node",
         description="Add a node to the workflow's draft; refused with the reason for an unknown type, invalid "
                     "parameters or a duplicate id.",
@@ -338,23 +304,15 @@ def add_node(params: AddNodeParams, context: ActionContext) -> dict[str, Any]:
     types = _types()
 
     def change(graph: dict[str, Any]) -> dict[str, Any]:
-        node_id = params.id.strip() if params.id else _new_id(graph, params.type)
-        if not NODE_ID.match(node_id):
-            raise ActionError(f"id '{node_id}' must start with a letter and hold only letters, digits and _ (at "
-                              "most 64): expressions refer to it as nodes.<id>.output")
-        if node_id in _nodes(graph):
-            raise ActionError(f"a node with id '{node_id}' already exists; choose another id or leave id empty")
+        try:
+            node = graph_edit.add_node(graph, params.type, node_id=params.id, label=params.label,
+                                       parameters=params.parameters)
+        except graph_edit.GraphEditError as exc:
+            raise ActionError(str(exc)) from None
         node_type = types.get(params.type)
-        node: dict[str, Any] = {"id": node_id, "type": params.type,
-                                "label": params.label or (node_type.label if node_type else params.type),
-                                "parameters": params.parameters or {}}
         problems = node_errors(node, node_type, list(types))
         if problems:
             raise ActionError("; ".join(str(p) for p in problems))
-        rightmost = max((p for n in graph["nodes"] if (p := _position(n)) is not None), default=None)
-        x, y = (rightmost[0] + X_STEP, rightmost[1]) if rightmost else (0.0, 0.0)
-        node["position"] = _free_spot(graph, x, y)
-        graph["nodes"].append(node)
         return {"node": _compact_node(node), "handles": node_type.output_handles(node["parameters"]) if node_type
                 else []}
 
@@ -373,14 +331,8 @@ class RemoveNodeParams(ActionParams):
 def remove_node(params: RemoveNodeParams, context: ActionContext) -> dict[str, Any]:
     def change(graph: dict[str, Any]) -> dict[str, Any]:
         _require_node(graph, params.node_id)
-        graph["nodes"] = [n for n in graph["nodes"] if not (isinstance(n, dict) and n.get("id") == params.node_id)]
-        removed = [e for e in graph["edges"] if isinstance(e, dict) and params.node_id in (e.get("source"),
-                                                                                           e.get("target"))]
-        graph["edges"] = [e for e in graph["edges"] if not any(e is r for r in removed)]
-        pattern = re.compile(r"nodes\s*(\.\s*" + re.escape(params.node_id) + r"\b|\[\s*['\"]"
-                             + re.escape(params.node_id) + r"['\"])")
-        referring = [n["id"] for n in graph["nodes"] if isinstance(n, dict)
-                     and pattern.search(json.dumps(n.get("parameters") or {}, ensure_ascii=False))]
+        removed = graph_edit.remove_elements(graph, node_ids=[params.node_id])
+        referring = graph_edit.referring_nodes(graph, params.node_id)
         answer: dict[str, Any] = {"removed": params.node_id, "removedEdges": [_compact_edge(e) for e in removed]}
         if referring:
             answer["warning"] = (f"nodes {', '.join(referring)} still refer to nodes.{params.node_id} in their "
@@ -409,20 +361,21 @@ def connect_nodes(params: ConnectParams, context: ActionContext) -> dict[str, An
         reason = connection_error(graph, params.source, params.source_handle, params.target)
         if reason is not None:
             raise ActionError(reason)
-        nodes = _nodes(graph)
+        nodes = graph_edit.nodes_by_id(graph)
         source, target = nodes[params.source], nodes[params.target]
         handle = params.source_handle or DEFAULT_HANDLE
         edge = make_edge(params.source, handle, params.target)
         fresh = not any(isinstance(e, dict) and params.target in (e.get("source"), e.get("target"))
                         for e in graph["edges"])
         graph["edges"].append(edge)
-        origin = _position(source)
+        origin = graph_edit.position_of(source)
         if fresh and origin is not None:
             # A node without edges yet is placed right of its source, branches side by side.
             handles = handles_of(source)
             index = handles.index(handle) if handle in handles else 0
-            offset = (index - (len(handles) - 1) / 2) * Y_STEP if len(handles) > 1 else 0
-            target["position"] = _free_spot(graph, origin[0] + X_STEP, origin[1] + offset, skip=params.target)
+            offset = (index - (len(handles) - 1) / 2) * graph_edit.Y_STEP if len(handles) > 1 else 0
+            target["position"] = graph_edit.free_spot(graph, origin[0] + graph_edit.X_STEP, origin[1] + offset,
+                                                      skip=params.target)
         return {"edge": _compact_edge(edge)}
 
     return _mutate(params, context, change, "connectNodes")
