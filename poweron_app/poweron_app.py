@@ -11,6 +11,7 @@ from backend.engine.timers import start_timer_thread
 from backend.notifications.notifier import start_notifier
 from backend.scheduler.scheduler import start_scheduler
 from poweron_app.pages.admin import admin_page
+from poweron_app.pages.editor import editor_page
 from poweron_app.pages.forms import form_page
 from poweron_app.pages.login import login_page
 from poweron_app.pages.notifications import notifications_page
@@ -21,6 +22,7 @@ from poweron_app.pages.workflows import workflows_page
 from poweron_app.pages.workspace import workspace_page
 from state.admin import AdminState
 from state.auth import AuthState
+from state.editor import EditorState
 from state.forms import FormPageState
 from state.notifications import NotificationsState
 from state.sso import SsoState
@@ -52,6 +54,8 @@ app.register_lifespan_task(_prepare_database)
 
 # Dynamic route first, so that no fixed route is taken for it. Public: no sign-in, no shell.
 app.add_page(form_page, route="/forms/[workflow_id]", title="Form · PowerOn", on_load=FormPageState.load)
+app.add_page(editor_page, route="/editor/[workflow_id]", title="Editor · PowerOn", on_load=EditorState.load)
+app.add_page(rx.center(rx.spinner()), route="/editor", title="Editor · PowerOn", on_load=EditorState.open_recent)
 app.add_page(rx.center(rx.spinner()), route="/", title="PowerOn", on_load=AuthState.route_home)
 app.add_page(login_page, route="/login", title="Sign in · PowerOn",
              on_load=[AuthState.redirect_signed_in, SsoState.check_enabled])

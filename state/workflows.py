@@ -6,11 +6,13 @@ from typing import TypedDict
 
 import reflex as rx
 
+from backend.errors import DomainError
 from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
 from backend.rbac.access import AccessContext
 from backend.workflows import service
-from state.auth import AuthState
-from state.page import PageMixin, RenameMixin
+from backend.workflows.graph_io import parse_import_named
+from state.auth import AuthState, NotSignedIn
+from state.page import PageMixin, RenameMixin, user_message
 from state.permissions import requires
 
 FEATURE_CODE = "graphicalEditor"
@@ -29,6 +31,15 @@ class WorkflowRow(TypedDict):
     modified: str
 
 
+class TemplateRow(TypedDict):
+    id: str
+    name: str
+    description: str
+    category: str
+    connections: str
+    node_count: int
+
+
 class WorkflowsState(RenameMixin, PageMixin, AuthState):
     """What the Workflows page shows and the actions on it."""
 
@@ -42,6 +53,8 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
     new_name: str = ""
     delete_id: str = ""
     delete_name: str = ""
+    templates: list[TemplateRow] = []
+    templates_open: bool = False
 
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
@@ -109,6 +122,70 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
             self.new_name = ""
         return result
 
+
+    def _create_and_open(self, create, success: str):
+        """Create a workflow with `create(iface) -> Workflow` and open it in the editor."""
+        created: list[str] = []
+        result = self._run(lambda iface: created.append(create(iface).id), success=success)
+        return rx.redirect(f"/editor/{created[0]}") if created else result
+
+    @rx.event
+    @requires("DATA", "data.feature.graphicalEditor.workflow")
+    def open_templates(self):
+        """Show the templates to start a workflow from."""
+        try:
+            with self._user_session() as (session, user):
+                iface = get_interface(user, None, self.instance_id, session)
+                self.templates = [
+                    TemplateRow(id=t.id, name=t.name, description=t.description, category=t.category,
+                                connections=", ".join(t.connections), node_count=len(t.graph.get("nodes", [])))
+                    for t in iface.list_templates()
+                ]
+        except NotSignedIn:
+            return self._signed_out()
+        except DomainError as exc:
+            self.error = user_message(exc)
+            return None
+        self.templates_open = True
+        return None
+
+    @rx.event
+    @requires("ui")
+    def close_templates(self):
+        self.templates_open = False
+
+    @rx.event
+    @requires("DATA", "data.feature.graphicalEditor.workflow")
+    def create_from_template(self, template_id: str, template_name: str):
+        """Create a workflow from a template (named after it, numbered when taken) and open it."""
+        self.templates_open = False
+        taken = {w["name"] for w in self.workflows}
+        name, number = template_name, 2
+        while name in taken:
+            name, number = f"{template_name} {number}", number + 1
+        return self._create_and_open(lambda iface: iface.create_workflow(name, template_id=template_id),
+                                     success=f"Created '{name}'.")
+
+    @rx.event
+    @requires("DATA", "data.feature.graphicalEditor.workflow")
+    async def import_workflow(self, files: list[rx.UploadFile]):
+        """Create a workflow from an exported JSON file; a malformed file creates nothing."""
+        if not files:
+            return None
+        upload = files[0]
+        raw = await upload.read()
+        try:
+            graph, exported_name = parse_import_named(raw)
+        except DomainError as exc:
+            self.error = f"Import of {upload.name or 'the file'} refused: {user_message(exc)}"
+            return None
+        base = exported_name or (upload.name or "Imported workflow").rsplit(".", 1)[0]
+        taken = {w["name"] for w in self.workflows}
+        name, number = base, 2
+        while name in taken:
+            name, number = f"{base} {number}", number + 1
+        return self._create_and_open(lambda iface: iface.create_workflow(name, graph=graph),
+                                     success=f"Imported '{name}'.")
 
     @rx.event
     @requires("DATA", "data.feature.graphicalEditor.workflow")

@@ -1,25 +1,19 @@
 """State of the Workspace page: the user's Workspace instance, its chats and the agent's stream.
 
 The agent service (backend/agent/service.py) checks every right server-side; this state only
-mirrors them so the page hides what the user may not do. A run streams in a background event
-handler: a worker thread drives the service's synchronous event iterator and hands the events
-to the handler through an asyncio queue, so the UI stays responsive while the agent works.
+mirrors them so the page hides what the user may not do. Sending, streaming (in a background
+event handler), retrying and stopping are state.agent_chat.AgentChatMixin's, shared with the
+Graphical Editor's chat sidebar.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TypedDict
 
 import reflex as rx
 
 from backend import auth
 from backend.agent import service as agent_service
-from backend.agent.runner import AgentEvent
 from backend.agent.service import AgentRequest
 from backend.config import get_settings
 from backend.db import session_scope
@@ -27,17 +21,15 @@ from backend.db.models import FeatureInstance
 from backend.errors import DomainError
 from backend.rbac.access import AccessContext
 from backend.rbac.rights import RESOURCE, Level
-from backend.statemachines import ConcurrentTransition, IllegalTransition
+from state.agent_chat import NO_PROVIDER, AgentChatMixin
 from state.auth import WORKSPACE, AuthState, NotSignedIn
-from state.chat_items import ChatItem, apply_event, item, items_of_run
+from state.chat_items import ChatItem, items_of_run
 from state.page import PageMixin, RenameMixin, user_message
 from state.permissions import requires
 from state.workspace_files import FilesMixin, attachment_appendix
 
 USE_AGENT = "resource.feature.workspace.useAgent"
 CHAT_DATA = "data.feature.workspace.chat"
-NO_PROVIDER = ("No AI provider is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint) "
-               "or POWERON_AI_PROVIDERS on the server.")
 NO_USE_AGENT = "Your roles let you read the chats here but not talk to the agent (useAgent is not granted)."
 FOREIGN_CHAT = "This chat belongs to another user: you can read it but not continue it."
 
@@ -50,43 +42,6 @@ class ChatRow(TypedDict):
     may_delete: bool
 
 
-@dataclass
-class _Stream:
-    """One run being read: the worker thread puts events (None at the end) into `queue`."""
-
-    loop: asyncio.AbstractEventLoop
-    queue: asyncio.Queue
-    stopped: threading.Event = field(default_factory=threading.Event)
-
-    def put(self, event: AgentEvent | None) -> None:
-        try:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, event)
-        except RuntimeError:  # the event loop is closed: the app is stopping
-            pass
-
-
-_STREAMS: dict[str, _Stream] = {}  # by WorkspaceState.stream_key
-
-
-def _pump(events: Iterator[AgentEvent], stream: _Stream) -> None:
-    """Worker thread: drive the agent run, hand its events over; stop reading when told to."""
-    try:
-        for event in events:
-            if stream.stopped.is_set():
-                break
-            stream.put(event)
-    except Exception as exc:  # noqa: BLE001 - shown in the chat instead of lost in a thread
-        stream.put(AgentEvent("error", {"message": f"{type(exc).__name__}: {exc}"}))
-    finally:
-        close = getattr(events, "close", None)
-        if close is not None:
-            try:
-                close()  # a run left working is cancelled by the runner ("the client went away")
-            except Exception:  # noqa: BLE001 - nothing left to tell
-                pass
-        stream.put(None)
-
-
 def _prepare(token: str, instance_id: str, prompt: str, chat_id: str) -> AgentRequest:
     with session_scope() as session:
         user = auth.user_for_token(session, token)
@@ -95,7 +50,7 @@ def _prepare(token: str, instance_id: str, prompt: str, chat_id: str) -> AgentRe
         return agent_service.prepare_run(AccessContext(session, user), instance_id, prompt, chat_id or None)
 
 
-class WorkspaceState(FilesMixin, RenameMixin, PageMixin, AuthState):
+class WorkspaceState(AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthState):
     """What the Workspace page shows: chats, the open chat, the stream, the chat bar and the UDB's files."""
 
     instance_id: str = ""
@@ -103,20 +58,18 @@ class WorkspaceState(FilesMixin, RenameMixin, PageMixin, AuthState):
     chats: list[ChatRow] = []
     chat_id: str = ""
     chat_title: str = ""
-    messages: list[ChatItem] = []
-    streaming: bool = False
-    stream_key: str = ""
-    run_id: str = ""
     can_use_agent: bool = False
     chat_is_mine: bool = True
     provider_configured: bool = False
     delete_id: str = ""
     delete_title: str = ""
-    _pending_prompt: str = ""
 
     @rx.var
     def disabled_reason(self) -> str:
         """Why the chat bar cannot send now ("" when it can)."""
+        return self._chat_disabled_reason()
+
+    def _chat_disabled_reason(self) -> str:
         if not self.loaded or not self.instance_id:
             return ""
         if not self.provider_configured:
@@ -214,86 +167,18 @@ class WorkspaceState(FilesMixin, RenameMixin, PageMixin, AuthState):
         self.chat_id, self.chat_title, self.messages, self.chat_is_mine = "", "", [], True
         self.error = self.notice = ""
 
-    # --- sending and streaming ------------------------------------------------------------------
+    # --- the agent chat (AgentChatMixin's hooks) ------------------------------------------------
 
-    @rx.event
-    @requires("RESOURCE", USE_AGENT)
-    def send(self, form_data: dict):
-        """The chat bar's submit: show the prompt, then stream the answer in the background."""
-        prompt = str(form_data.get("prompt") or "")
-        if self.streaming:
-            self.error = "An answer is still streaming: wait for it or stop it before sending the next prompt."
-            return None
-        if not prompt.strip():
-            return None
-        if self.disabled_reason:
-            self.error = self.disabled_reason
-            return None
-        self.error = self.notice = ""
-        prompt += attachment_appendix(self.attachments)
+    def _agent_request(self, token: str, prompt: str, chat_id: str) -> AgentRequest:
+        return _prepare(token, self.instance_id, prompt, chat_id)
+
+    def _prompt_appendix(self) -> str:
+        appendix = attachment_appendix(self.attachments)
         self.attachments = []
-        self.messages = [*self.messages, item("user", prompt)]
-        self.streaming = True
-        self.stream_key = uuid.uuid4().hex
-        self.run_id = ""
-        self._pending_prompt = prompt
-        return [rx.set_value("chat-input", ""), WorkspaceState.stream_answer]
+        return appendix
 
-    @rx.event
-    @requires("RESOURCE", USE_AGENT)
-    def retry(self):
-        """Send the chat's last prompt again (after an error shown in place)."""
-        last = next((m["text"] for m in reversed(self.messages) if m["kind"] == "user"), "")
-        if not last or self.streaming:
-            return None
-        return WorkspaceState.send({"prompt": last})
-
-    @rx.event(background=True)
-    @requires("RESOURCE", USE_AGENT)
-    async def stream_answer(self):
-        """Run the agent on the pending prompt and stream its events into the chat."""
-        async with self:
-            key, token, instance_id = self.stream_key, self.token, self.instance_id
-            chat_id, prompt = self.chat_id, self._pending_prompt
-        try:
-            request = await asyncio.to_thread(_prepare, token, instance_id, prompt, chat_id)
-        except (NotSignedIn, DomainError) as exc:
-            async with self:
-                if self.stream_key == key:
-                    self.messages = [*self.messages, item("error", "Not signed in." if isinstance(exc, NotSignedIn)
-                                                          else user_message(exc))]
-                    self.streaming, self.stream_key = False, ""
-            return
-        stream = _Stream(asyncio.get_running_loop(), asyncio.Queue())
-        _STREAMS[key] = stream
-        async with self:
-            if self.stream_key != key:  # stopped before the run began
-                _STREAMS.pop(key, None)
-                return
-            self.chat_id = request.chat_id
-            if not self.chat_title:
-                self.chat_title = prompt.strip().splitlines()[0][:200]
-            self._reload_chats()
-        threading.Thread(target=_pump, args=(agent_service.stream_run(request), stream),
-                         name=f"agent-stream-{key[:8]}", daemon=True).start()
-        try:
-            while True:
-                event = await stream.queue.get()
-                if event is None:
-                    break
-                async with self:
-                    if self.stream_key != key:
-                        break  # stopped: the stop handler has said so in the chat
-                    if event.type == "run.started":
-                        self.run_id = str(event.data.get("runId") or "")
-                    self.messages = apply_event(self.messages, event.type, event.data)
-        finally:
-            stream.stopped.set()
-            _STREAMS.pop(key, None)
-            async with self:
-                if self.stream_key == key:
-                    self.streaming, self.stream_key, self.run_id = False, "", ""
-                    self._reload_chats()
+    def _on_agent_finished(self) -> None:
+        self._reload_chats()
 
     def _reload_chats(self) -> None:
         try:
@@ -302,30 +187,6 @@ class WorkspaceState(FilesMixin, RenameMixin, PageMixin, AuthState):
                 self._load_chats(access, access.require_instance(self.instance_id))
         except (NotSignedIn, DomainError):
             pass
-
-    @rx.event
-    @requires("DATA", CHAT_DATA)
-    def stop(self):
-        """Cancel the streaming run (the runner stops before its next step) and stop reading it."""
-        if not self.streaming:
-            return None
-        key, run_id = self.stream_key, self.run_id
-        message = "Stopped by you."
-        if run_id:
-            try:
-                with self._user_session() as (session, user):
-                    agent_service.cancel_run(AccessContext(session, user), self.instance_id, run_id)
-            except NotSignedIn:
-                return self._signed_out()
-            except (DomainError, ConcurrentTransition, IllegalTransition) as exc:
-                message = f"Stopped reading; the run could not be cancelled: {user_message(exc)}"
-        stream = _STREAMS.get(key)
-        if stream is not None:
-            stream.stopped.set()
-            stream.put(None)
-        self.messages = apply_event(self.messages, "cancelled", {"runId": run_id, "message": message})
-        self.streaming, self.stream_key, self.run_id = False, "", ""
-        return None
 
     # --- rename and delete ----------------------------------------------------------------------
 

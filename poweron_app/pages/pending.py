@@ -6,9 +6,6 @@ from components.shell import empty_state, gated, page_shell
 
 # title: (icon, heading, text, the AuthState navigation flag that grants the page)
 PENDING_PAGES = {
-    "Editor": ("workflow", "The graphical editor is not available yet",
-               "Workflows can already be created, renamed and deleted on the Workflows page and "
-               "edited through the REST API; the visual canvas will appear here.", "nav_graphical_editor"),
     "Monitor": ("activity", "The monitoring page is not built yet",
                 "Workflows already run on schedules, webhooks and events; their run history is available "
                 "through the REST API (…/workflows/{workflowId}/runs) and failures reach you as "

@@ -58,13 +58,15 @@ def workflow_row(row: WorkflowRow) -> rx.Component:
             rx.cond(
                 WorkflowsState.rename_id == row["id"],
                 rename_cell(row),
-                rx.text(row["name"], weight="medium", class_name="workflow-name"),
+                rx.link(row["name"], href="/editor/" + row["id"], weight="medium", class_name="workflow-name"),
             )
         ),
         rx.table.cell(rx.badge(row["status"], variant="soft")),
         rx.table.cell(rx.text(row["modified"], color_scheme="gray", size="2")),
         rx.table.cell(
             rx.hstack(
+                rx.link(rx.button(rx.icon("workflow", size=14), "Open", size="1", variant="soft"),
+                        href="/editor/" + row["id"], class_name="open-button"),
                 rx.cond(
                     WorkflowsState.can_rename,
                     rx.button(rx.icon("pencil", size=14), "Rename", size="1", variant="soft",
@@ -109,6 +111,61 @@ def delete_dialog() -> rx.Component:
     )
 
 
+IMPORT_UPLOAD = "import-workflow"
+
+
+def template_card(template) -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            rx.hstack(rx.heading(template["name"], size="3"), rx.spacer(),
+                      rx.badge(template["category"], variant="soft"), width="100%"),
+            rx.text(template["description"], size="2", color_scheme="gray"),
+            rx.hstack(
+                rx.text(template["node_count"], " nodes", size="1", color_scheme="gray"),
+                rx.cond(template["connections"] != "",
+                        rx.badge(rx.icon("plug", size=12), "needs ", template["connections"], color_scheme="orange",
+                                 variant="soft", size="1"),
+                        rx.badge("runs as it is", color_scheme="green", variant="soft", size="1")),
+                rx.spacer(),
+                rx.button("Use this template", size="1",
+                          on_click=WorkflowsState.create_from_template(template["id"], template["name"]),
+                          id="use-template-" + template["id"]),
+                width="100%", align="center",
+            ),
+            spacing="2", width="100%",
+        ),
+        width="100%", class_name="template-card",
+    )
+
+
+def templates_dialog() -> rx.Component:
+    return rx.dialog.root(
+        rx.dialog.content(
+            rx.dialog.title("New workflow from a template"),
+            rx.vstack(rx.foreach(WorkflowsState.templates, template_card), spacing="2", width="100%",
+                      max_height="65vh", overflow_y="auto", id="template-list"),
+            rx.hstack(rx.dialog.close(rx.button("Close", variant="soft", on_click=WorkflowsState.close_templates)),
+                      justify="end", margin_top="1em"),
+            max_width="46em",
+        ),
+        open=WorkflowsState.templates_open,
+        on_open_change=lambda open_: rx.cond(open_, rx.noop(), WorkflowsState.close_templates()),
+    )
+
+
+def create_more() -> rx.Component:
+    return rx.hstack(
+        rx.button(rx.icon("layout-template", size=16), "From template", variant="soft",
+                  on_click=WorkflowsState.open_templates, id="open-templates"),
+        rx.upload.root(
+            rx.button(rx.icon("upload", size=16), "Import", variant="soft", type="button", id="import-button"),
+            id=IMPORT_UPLOAD, accept={"application/json": [".json"]}, max_files=1, no_drag=True,
+            on_drop=WorkflowsState.import_workflow(rx.upload_files(upload_id=IMPORT_UPLOAD)),
+        ),
+        spacing="2",
+    )
+
+
 def workflow_table() -> rx.Component:
     return data_table(("Name", "Versions", "Last change", ""), WorkflowsState.workflows, workflow_row,
                       "workflow-table")
@@ -124,7 +181,8 @@ def workflows_page() -> rx.Component:
                         "of your mandate to give you a role in one."),
             rx.vstack(
                 rx.hstack(instance_picker(), rx.cond(WorkflowsState.can_create, create_form()),
-                          spacing="4", align="center"),
+                          rx.cond(WorkflowsState.can_create, create_more()),
+                          spacing="4", align="center", wrap="wrap"),
                 rx.cond(WorkflowsState.error != "",
                         rx.callout(WorkflowsState.error, icon="triangle-alert", color_scheme="red",
                                    id="workflows-error")),
@@ -141,6 +199,7 @@ def workflows_page() -> rx.Component:
                     ),
                 ),
                 delete_dialog(),
+                templates_dialog(),
                 width="100%",
                 spacing="4",
             ),

@@ -1,0 +1,163 @@
+"""The Graphical Editor page: palette · canvas · parameters, trace, AI chat and versions."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from components.editor_chat import editor_chat_panel
+from components.editor_panels import palette_panel, parameters_panel, trace_panel
+from components.editor_versions import readonly_banner, versions_panel
+from components.flow_canvas import flow_canvas
+from components.shell import empty_state, gated, page_shell
+from state.editor import EditorState
+
+IMPORT_UPLOAD = "import-graph"
+
+
+def _save_badge() -> rx.Component:
+    return rx.badge(
+        rx.cond(EditorState.save_status == "saving", rx.spinner(size="1"),
+                rx.icon(rx.match(EditorState.save_status, ("saved", "check"), ("readonly", "eye"), "circle-alert"),
+                        size=12)),
+        EditorState.save_text,
+        color_scheme=rx.match(EditorState.save_status, ("saved", "green"), ("saving", "gray"), ("readonly", "gray"),
+                              "red"),
+        id="save-status", custom_attrs={"data-state": EditorState.save_status}, size="2",
+    )
+
+
+def _toolbar() -> rx.Component:
+    editing = EditorState.can_edit & (EditorState.viewing_version == "")
+    running = EditorState.watching
+    return rx.hstack(
+        rx.heading(EditorState.workflow_name, size="4", id="workflow-name"),
+        _save_badge(),
+        rx.spacer(),
+        rx.icon_button(rx.icon("undo-2", size=16), on_click=EditorState.undo, disabled=~EditorState.can_undo | ~editing,
+                       variant="soft", id="undo", title="Undo"),
+        rx.icon_button(rx.icon("redo-2", size=16), on_click=EditorState.redo, disabled=~EditorState.can_redo | ~editing,
+                       variant="soft", id="redo", title="Redo"),
+        rx.cond(
+            EditorState.can_execute,
+            rx.hstack(
+                rx.button(rx.icon("play", size=14), "Test run", on_click=EditorState.test_run, id="test-run",
+                          disabled=running | (EditorState.viewing_version != "")),
+                rx.button(rx.icon("step-forward", size=14), "Step by step", on_click=EditorState.step_run,
+                          id="step-run", variant="soft", disabled=running | (EditorState.viewing_version != "")),
+                rx.cond((EditorState.run_status == "paused") & (EditorState.run_pause_reason == "step"),
+                        rx.button(rx.icon("chevrons-right", size=14), "Next step", on_click=EditorState.next_step,
+                                  id="next-step", color_scheme="orange")),
+                rx.cond(running | (EditorState.run_status == "paused"),
+                        rx.button(rx.icon("square", size=14), "Cancel run", on_click=EditorState.cancel_test_run,
+                                  id="cancel-run", color_scheme="red", variant="soft")),
+                spacing="2",
+            ),
+        ),
+        rx.button(rx.icon("download", size=14), "Export", on_click=EditorState.export_graph, variant="soft",
+                  id="export-graph"),
+        rx.cond(
+            editing,
+            rx.upload.root(
+                rx.button(rx.icon("upload", size=14), "Import", variant="soft", type="button"),
+                id=IMPORT_UPLOAD, accept={"application/json": [".json"]}, max_files=1, no_drag=True,
+                on_drop=EditorState.import_graph(rx.upload_files(upload_id=IMPORT_UPLOAD)),
+            ),
+        ),
+        width="100%", align="center", spacing="2", wrap="wrap",
+    )
+
+
+def _messages() -> rx.Component:
+    return rx.vstack(
+        rx.cond(EditorState.error != "", rx.callout(EditorState.error, icon="triangle-alert", color_scheme="red",
+                                                     id="editor-error", width="100%", size="1")),
+        rx.cond(EditorState.notice != "", rx.callout(EditorState.notice, icon="check", color_scheme="green",
+                                                      id="editor-notice", width="100%", size="1")),
+        rx.cond(
+            EditorState.save_status == "conflict",
+            rx.callout(
+                rx.hstack(
+                    rx.text(EditorState.save_message, id="conflict-message"),
+                    rx.button("Reload their version", size="1", on_click=EditorState.reload_theirs,
+                              id="reload-theirs"),
+                    rx.button("Keep mine", size="1", variant="soft", on_click=EditorState.keep_mine, id="keep-mine"),
+                    align="center", spacing="3", wrap="wrap",
+                ),
+                icon="git-compare", color_scheme="red", id="save-conflict", width="100%", size="1",
+            ),
+        ),
+        rx.cond(
+            EditorState.connection_refused != "",
+            rx.callout(rx.hstack(rx.text(EditorState.connection_refused), rx.spacer(),
+                                 rx.icon_button(rx.icon("x", size=12), size="1", variant="ghost",
+                                                on_click=EditorState.dismiss_refusal)),
+                       icon="unplug", color_scheme="orange", id="connection-refused", width="100%", size="1"),
+        ),
+        rx.cond(EditorState.graph_problems.length() > 0,
+                rx.callout(rx.foreach(EditorState.graph_problems, lambda p: rx.text(p, size="1")),
+                           icon="info", color_scheme="amber", id="graph-problems", width="100%", size="1")),
+        readonly_banner(EditorState),
+        width="100%", spacing="1",
+    )
+
+
+def _tab(value: str, label: str, icon: str) -> rx.Component:
+    return rx.tabs.trigger(rx.hstack(rx.icon(icon, size=14), label, spacing="1", align="center"), value=value,
+                           id=f"tab-{value}")
+
+
+def _side_panel() -> rx.Component:
+    return rx.tabs.root(
+        rx.tabs.list(_tab("parameters", "Node", "sliders-horizontal"), _tab("trace", "Trace", "list-tree"),
+                     _tab("chat", "AI chat", "sparkles"), _tab("versions", "Versions", "history"), size="1"),
+        rx.box(
+            rx.tabs.content(parameters_panel(EditorState), value="parameters"),
+            rx.tabs.content(trace_panel(EditorState), value="trace"),
+            rx.tabs.content(editor_chat_panel(EditorState), value="chat", height="100%"),
+            rx.tabs.content(versions_panel(EditorState), value="versions"),
+            padding_top="0.75em", overflow_y="auto", flex="1", min_height="0",
+        ),
+        value=EditorState.panel_tab, on_change=EditorState.set_panel_tab,
+        width="26em", flex_shrink="0", height="100%", display="flex", flex_direction="column", id="side-panel",
+    )
+
+
+def _editor() -> rx.Component:
+    return rx.vstack(
+        _toolbar(),
+        _messages(),
+        rx.hstack(
+            palette_panel(EditorState),
+            rx.box(
+                flow_canvas(
+                    nodes=EditorState.canvas_nodes, edges=EditorState.canvas_edges,
+                    read_only=~EditorState.can_edit | (EditorState.viewing_version != ""),
+                    fit_revision=EditorState.fit_revision,
+                    on_nodes_moved=EditorState.nodes_moved, on_connect_nodes=EditorState.connect_nodes,
+                    on_delete_elements=EditorState.delete_elements, on_drop_node=EditorState.drop_node,
+                    on_selection_changed=EditorState.selection_changed, on_node_opened=EditorState.node_opened,
+                    id="canvas",
+                ),
+                flex="1", min_width="0", height="100%", border=f"1px solid {rx.color('gray', 5)}",
+                border_radius="8px", overflow="hidden",
+            ),
+            _side_panel(),
+            width="100%", height="calc(100vh - 11em)", min_height="30em", spacing="3", align="start",
+        ),
+        width="100%", spacing="2",
+    )
+
+
+def editor_page() -> rx.Component:
+    return page_shell(
+        "Editor",
+        gated(
+            "nav_graphical_editor", "the Editor",
+            rx.cond(
+                EditorState.missing,
+                empty_state("search-x", "Workflow not found",
+                            "This workflow does not exist or is not yours to see. Open one from the Workflows page."),
+                rx.cond(EditorState.loaded, _editor(), rx.center(rx.spinner(), padding="4em", width="100%")),
+            ),
+        ),
+    )

@@ -1,0 +1,182 @@
+"""The Graphical Editor's AI chat sidebar (UC-4): the agent with the core and workflow toolboxes,
+told the graph being edited in its system prompt. What its workflow tools change in the draft
+appears on the canvas as the events arrive, and each change can be undone like the user's own.
+
+Mixed into state.editor.EditorState, which provides `workflow_id`, `instance_id`, `panel_tab`
+and `_graph_changed_elsewhere()` (reload the draft, push the previous graph on the undo stack,
+republish the canvas).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import reflex as rx
+
+from backend import auth
+from backend.agent import service as agent_service
+from backend.agent.runner import AgentEvent
+from backend.agent.service import AgentRequest
+from backend.config import get_settings
+from backend.db import session_scope
+from backend.db.models import Workflow
+from backend.errors import DomainError, NotFound
+from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
+from backend.features.graphical_editor.routes import workflow_context
+from backend.rbac.access import AccessContext
+from backend.rbac.rights import RESOURCE
+from backend.triggers.secrets import redact
+from backend.workflows import service
+from state.agent_chat import NO_PROVIDER, AgentChatMixin
+from state.auth import NotSignedIn
+from state.chat_items import ChatItem, items_of_run
+from state.page import user_message
+from state.permissions import requires
+
+USE_AGENT = "resource.feature.graphicalEditor.useAgent"
+CHAT_DATA = "data.feature.graphicalEditor.chat"
+NO_USE_AGENT = "Your roles do not let you use the AI assistant in this editor (useAgent is not granted)."
+# The workflow toolbox's tools that change a draft (backend/actions/methods/workflow.py), by tool name.
+GRAPH_TOOLS = frozenset({"workflow_addNode", "workflow_removeNode", "workflow_connectNodes",
+                         "workflow_disconnectNodes", "workflow_setNodeParameter"})
+
+
+class EditorChatRow(TypedDict):
+    id: str
+    title: str
+    modified: str
+
+
+def changes_graph(event_type: str, data: dict[str, Any]) -> bool:
+    """Whether an agent event says a workflow tool has just changed a draft."""
+    return event_type == "tool.finished" and bool(data.get("ok")) and str(data.get("name") or "") in GRAPH_TOOLS
+
+
+def editor_chat_rows(chats: list[Any], user_id: str) -> list[EditorChatRow]:
+    """The user's own chats (AgentChat rows, newest first as listed) as the sidebar lists them."""
+    return [EditorChatRow(id=c.id, title=c.title or "(untitled)", modified=c.sys_modified_at.strftime("%Y-%m-%d %H:%M"))
+            for c in chats if c.sys_created_by == user_id]
+
+
+def prepare_editor_run(token: str, workflow_id: str, prompt: str, chat_id: str) -> AgentRequest:
+    """Check and prepare the editor agent's run about one workflow, as POST …/workflows/{id}/agent does:
+    its system prompt holds the graph being edited (draft, else published; webhook secrets masked)."""
+    with session_scope() as session:
+        user = auth.user_for_token(session, token)
+        if user is None:
+            raise NotSignedIn()
+        found = session.get(Workflow, workflow_id) if workflow_id else None
+        if found is None:
+            raise NotFound(f"workflow {workflow_id or '(none)'} not found")
+        iface = get_interface(user, None, found.feature_instance_id, session)
+        workflow = iface.get_workflow(workflow_id)
+        version = iface.edited_version(workflow)
+        graph = version.graph if version is not None else service.current_graph(session, workflow)
+        return agent_service.prepare_run(iface.access, iface.instance.id, prompt, chat_id or None,
+                                         system_extra=workflow_context(workflow, redact(graph)))
+
+
+class EditorChatMixin(AgentChatMixin, mixin=True):
+    """The chat sidebar of the editor: the open chat, the user's chats in the instance, the rights."""
+
+    chat_id: str = ""
+    chat_title: str = ""
+    chats: list[EditorChatRow] = []
+    can_use_agent: bool = False
+    provider_configured: bool = False
+
+    @rx.var
+    def disabled_reason(self) -> str:
+        """Why the chat bar cannot send now ("" when it can)."""
+        return self._chat_disabled_reason()
+
+    def _chat_disabled_reason(self) -> str:
+        if not self.loaded or not self.instance_id:
+            return ""
+        if not self.provider_configured:
+            return NO_PROVIDER
+        if not self.can_use_agent:
+            return NO_USE_AGENT
+        return ""
+
+    # --- loading (EditorState calls it while it loads the workflow) -----------------------------
+
+    def _load_chat_rights(self, iface: GraphicalEditorInterface) -> None:
+        """The agent right in the workflow's instance, the provider, and the user's chats there."""
+        instance = iface.instance
+        self.provider_configured = bool(get_settings().ai_providers)
+        self.can_use_agent = iface.access.resolve(RESOURCE, USE_AGENT, instance.mandate_id, instance.id).allowed
+        self._load_editor_chats(iface.access, instance.id)
+        if self.chat_id and self.chat_id not in {c["id"] for c in self.chats} and not self.streaming:
+            self._start_chat()
+
+    def _load_editor_chats(self, access: AccessContext, instance_id: str) -> None:
+        try:
+            chats = agent_service.list_chats(access, instance_id)
+        except DomainError:  # no read right on chats: none listed
+            chats = []
+        self.chats = editor_chat_rows(chats, access.user.id)
+
+    # --- AgentChatMixin's hooks -----------------------------------------------------------------
+
+    def _agent_request(self, token: str, prompt: str, chat_id: str) -> AgentRequest:
+        return prepare_editor_run(token, self.workflow_id, prompt, chat_id)
+
+    def _on_agent_event(self, event: AgentEvent) -> None:
+        if changes_graph(event.type, event.data):
+            self._graph_changed_elsewhere()
+
+    def _on_agent_finished(self) -> None:
+        self._graph_changed_elsewhere()
+        self._reload_chats()
+
+    def _reload_chats(self) -> None:
+        try:
+            with self._user_session() as (session, user):
+                self._load_editor_chats(AccessContext(session, user), self.instance_id)
+        except (NotSignedIn, DomainError):
+            pass
+
+    # --- asking from elsewhere on the page ------------------------------------------------------
+
+    def _ask_ai(self, prompt: str):
+        """Show the chat tab and send `prompt` (e.g. the test runner's "Ask AI about this error")."""
+        self.panel_tab = "chat"
+        return type(self).send({"prompt": prompt})
+
+    # --- chats ----------------------------------------------------------------------------------
+
+    @rx.event
+    @requires("ui")
+    def new_editor_chat(self):
+        """Start an empty chat; it is created with its first prompt."""
+        if self.streaming:
+            self.error = "Wait for the answer or stop it before starting a new chat."
+            return
+        self._start_chat()
+        self.error = self.notice = ""
+
+    @rx.event
+    @requires("DATA", CHAT_DATA)
+    def open_editor_chat(self, chat_id: str):
+        """Show one of the user's chats with its history; sending continues it."""
+        if self.streaming:
+            self.error = "Wait for the answer or stop it before opening another chat."
+            return None
+        self.error = self.notice = ""
+        try:
+            with self._user_session() as (session, user):
+                access = AccessContext(session, user)
+                instance = access.require_instance(self.instance_id)
+                chat = agent_service.get_chat(access, instance, chat_id)
+                if chat.sys_created_by != user.id:
+                    raise NotFound(f"chat {chat_id} not found")
+                messages: list[ChatItem] = []
+                for run in reversed(agent_service.list_runs(access, instance.id, chat.id)):
+                    messages += items_of_run(run, agent_service.run_steps(access, run))
+                self.chat_id, self.chat_title, self.messages = chat.id, chat.title, messages
+        except NotSignedIn:
+            return self._signed_out()
+        except DomainError as exc:
+            self.error = user_message(exc)
+        return None
