@@ -65,6 +65,11 @@ def _expression_menu(state, field) -> rx.Component:
     )
 
 
+def field_key(state, name) -> rx.Var:
+    """Inputs keep what was typed until their key changes: another node, or the graph reloaded."""
+    return state.selected_node + "-" + name + "-" + state.form_revision.to_string()
+
+
 def _field_input(state, field) -> rx.Component:
     name = field["name"]
     common = {"id": "param-" + name, "name": name, "width": "100%", "placeholder": field["placeholder"],
@@ -78,11 +83,11 @@ def _field_input(state, field) -> rx.Component:
                              on_change=lambda value: state.set_parameter(name, "select", value),
                              disabled=common["disabled"], width="100%")),
         ("textarea", rx.text_area(default_value=field["value"], on_blur=blur, rows="4", resize="vertical",
-                                  key=state.selected_node + name, **common)),
+                                  key=field_key(state, name), **common)),
         ("json", rx.text_area(default_value=field["value"], on_blur=blur, rows="4", resize="vertical",
-                              font_family="monospace", key=state.selected_node + name, **common)),
+                              font_family="monospace", key=field_key(state, name), **common)),
         rx.input(default_value=field["value"], on_blur=blur, list="expression-options",
-                 key=state.selected_node + name, **common),
+                 key=field_key(state, name), **common),
     )
 
 
@@ -135,7 +140,7 @@ def parameters_panel(state) -> rx.Component:
             ),
             rx.text("Label", size="2", weight="medium"),
             rx.input(default_value=state.node_label, on_blur=state.set_label, id="node-label", width="100%",
-                     key=state.selected_node + "-label", disabled=readonly),
+                     key=field_key(state, "-label"), disabled=readonly),
             rx.el.datalist(rx.foreach(state.expression_options, lambda o: rx.el.option(value=o)),
                            id="expression-options"),
             rx.foreach(state.param_fields, lambda field: _field(state, field)),

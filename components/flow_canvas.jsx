@@ -29,6 +29,7 @@ const STATUS_COLOURS = {
   cancelled: "#b9bbc6",
 };
 const HANDLE_GAP = 22;
+const NO_IDS = [];
 const FIT_OPTIONS = { padding: 0.2, maxZoom: 1 };
 
 // Palette entries are plain elements with data-node-type; one document-level listener turns
@@ -81,15 +82,11 @@ function PowerOnNode({ id, data, selected }) {
 // Defined once at module level: React Flow re-mounts every node when nodeTypes changes identity.
 const NODE_TYPES = { poweron: memo(PowerOnNode) };
 
-function keepSelection(incoming, current) {
-  const selected = new Set(current.filter((node) => node.selected).map((node) => node.id));
-  return incoming.map((node) => (selected.has(node.id) ? { ...node, selected: true } : node));
-}
-
 function Canvas(props) {
   const {
     nodes: propNodes = [],
     edges: propEdges = [],
+    selectedIds = NO_IDS,
     readOnly = false,
     fitRevision = 0,
     onNodesMoved,
@@ -104,9 +101,13 @@ function Canvas(props) {
   const flow = useReactFlow();
   const lastSelection = useRef("");
 
+  // The state sends the selection with the nodes (it selects what was just dropped); the user's
+  // clicks change it here first and are reported, so both sides agree without a round trip.
   useEffect(() => {
-    setNodes((current) => keepSelection(propNodes, current));
-  }, [propNodes, setNodes]);
+    const chosen = new Set(selectedIds);
+    setNodes(propNodes.map((node) => (chosen.has(node.id) ? { ...node, selected: true } : node)));
+    lastSelection.current = selectedIds.join("\n");
+  }, [propNodes, selectedIds, setNodes]);
 
   useEffect(() => {
     if (fitRevision) {

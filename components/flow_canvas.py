@@ -26,6 +26,8 @@ class FlowCanvas(rx.NoSSRComponent):
 
     nodes: rx.Var[list[dict[str, Any]]]
     edges: rx.Var[list[dict[str, Any]]]
+    # The selection as the state knows it (it selects a dropped node, clears it on another view).
+    selected_ids: rx.Var[list[str]]
     read_only: rx.Var[bool]
     # Changing it fits the view to the nodes (after loading another graph or version).
     fit_revision: rx.Var[int]

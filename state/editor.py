@@ -95,6 +95,9 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, PageMix
     canvas_nodes: list[dict[str, Any]] = []
     canvas_edges: list[dict[str, Any]] = []
     fit_revision: int = 0
+    # Part of the parameter inputs' keys: a graph taken from elsewhere (reload, undo, the AI chat)
+    # re-creates them, so they show its values instead of what was typed before.
+    form_revision: int = 0
     selected_ids: list[str] = []
     # saved · saving · conflict · readonly
     save_status: str = "saved"
@@ -160,6 +163,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, PageMix
     def _adopt(self, graph: dict[str, Any], version_id: str, lock_version: int) -> None:
         """Take `graph` as the one being edited (secrets masked: they never reach the page)."""
         self._graph = redact(copy.deepcopy(graph))
+        self.form_revision += 1
         self._graph.setdefault("nodes", [])
         self._graph.setdefault("edges", [])
         self._base_version_id, self._base_lock_version = version_id, lock_version
@@ -515,6 +519,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, PageMix
         self._redo = [*self._redo, copy.deepcopy(self._graph)]
         self._graph = self._undo[-1]
         self._undo = self._undo[:-1]
+        self.form_revision += 1
         self._save()
 
     @rx.event
@@ -525,6 +530,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, PageMix
         self._undo = [*self._undo, copy.deepcopy(self._graph)]
         self._graph = self._redo[-1]
         self._redo = self._redo[:-1]
+        self.form_revision += 1
         self._save()
 
     # --- palette and panel ----------------------------------------------------------------------

@@ -72,8 +72,11 @@ def trace_rows(steps: list[Any]) -> list[TraceRow]:
 
 
 def node_statuses(run: WorkflowRun, steps: list[Any], node_ids: list[str]) -> dict[str, str]:
-    """Each node's colour: its last step's status; pending while the run may still reach it, skipped after."""
-    statuses: dict[str, str] = {}
+    """Each node's colour: its last step's status (completed for an output a retry reused); pending
+    while the run may still reach it, skipped after."""
+    # A retry reuses the outputs of the nodes that completed before: they count as completed.
+    reused = (run.context or {}).get("outputs") or {}
+    statuses: dict[str, str] = {node_id: "completed" for node_id in reused}
     for step in steps:  # in order: the last attempt wins
         statuses[step.node_id] = NODE_STATUS.get(step.status, step.status)
     resting = "pending" if run.status in ("running", "paused") else "skipped"

@@ -336,6 +336,7 @@ class EditorVersionsMixin(rx.State, mixin=True):
         self.save_status = "readonly"
         self.selected_ids = []
         self.fit_revision += 1
+        self.form_revision += 1
         self._publish()
         return None
 
@@ -347,6 +348,7 @@ class EditorVersionsMixin(rx.State, mixin=True):
         self.save_status = "saved" if self.can_edit else "readonly"
         self.selected_ids = []
         self.fit_revision += 1
+        self.form_revision += 1
         self._publish()
 
     # --- the active switch ----------------------------------------------------------------------

@@ -131,6 +131,7 @@ def _editor() -> rx.Component:
             rx.box(
                 flow_canvas(
                     nodes=EditorState.canvas_nodes, edges=EditorState.canvas_edges,
+                    selected_ids=EditorState.selected_ids,
                     read_only=~EditorState.can_edit | (EditorState.viewing_version != ""),
                     fit_revision=EditorState.fit_revision,
                     on_nodes_moved=EditorState.nodes_moved, on_connect_nodes=EditorState.connect_nodes,
