@@ -132,6 +132,12 @@ def test_build_run_publish_and_open_the_previous_version(page: Page, running_app
     expect(rows.nth(1)).to_contain_text('"doubled": 42')
     select(page, "python")
     expect(page.locator("#node-last-run")).to_contain_text('"doubled": 42')  # clicking a node shows its last step
+    select(page, "ifElse")  # expressions autocomplete the outputs of earlier nodes, from the last run's data
+    options = page.locator("#expression-options option")
+    expect(page.locator('#expression-options option[value="{{ nodes.python.output.doubled }}"]')).to_have_count(1)
+    values = [options.nth(i).get_attribute("value") for i in range(options.count())]
+    assert "{{ nodes.python.output.doubled }}" in values and "{{ input.n }}" in values
+    assert not any("nodes.stop" in v for v in values)  # not from nodes after this one
 
     page.locator("#tab-versions").click()
     page.locator("#publish-draft").click()
