@@ -29,6 +29,7 @@ from backend.workflows.suggestions import expression_suggestions, last_step_outp
 from backend.workflows.validation import validate_graph
 from state.auth import AuthState, NotSignedIn
 from state.editor_chat import EditorChatMixin
+from state.editor_files import EditorFilesMixin
 from state.editor_runs import EditorRunsMixin
 from state.editor_versions import EditorVersionsMixin
 from state.page import PageMixin, user_message
@@ -82,7 +83,7 @@ def editor_interface(session, user, workflow_id: str) -> tuple[GraphicalEditorIn
     return iface, iface.get_workflow(workflow_id)
 
 
-class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, PageMixin, AuthState):
+class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorFilesMixin, PageMixin, AuthState):
     """The editor page: canvas, palette, parameter panel, save status, undo/redo."""
 
     workflow_id: str = ""
@@ -154,6 +155,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, PageMix
             self._load_run_rights(iface)
             self._load_chat_rights(iface)
         self.palette_groups = _palette_groups(self.palette_query)
+        self._refresh_files()  # the Files tab: this instance's file store
         self.save_status = "readonly" if (self.viewing_version or not self.can_edit) else "saved"
         self.save_message = ""
         self.fit_revision += 1
@@ -177,7 +179,11 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, PageMix
         self._undo, self._redo = [], []
         self.can_undo = self.can_redo = False
         self._clear_run()
-        return self._reload()
+        event = self._reload()
+        run_id = str(self.router.page.params.get("run") or "")
+        if event is None and run_id and not self.missing:
+            self._open_run(run_id)  # /editor/<id>?run=<runId>: the Monitor's link to a run's trace
+        return event
 
     @rx.event
     @requires("DATA", WORKFLOW_DATA)
@@ -412,7 +418,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, PageMix
     def selection_changed(self, ids: list[str]):
         self.selected_ids = [str(i) for i in ids]
         self.field_errors = {}
-        if len(self.selected_ids) == 1 and self.panel_tab not in ("parameters", "trace"):
+        if len(self.selected_ids) == 1 and self.panel_tab not in ("parameters", "trace", "files"):
             self.panel_tab = "parameters"
         self._show_selected()
         self._load_suggestions()

@@ -250,6 +250,20 @@ class EditorRunsMixin(rx.State, mixin=True):
             return None
         return self.refresh_run
 
+    def _open_run(self, run_id: str) -> None:
+        """Show a run of this workflow (colours and trace), e.g. one the Monitor links to."""
+        try:
+            run, steps = self._read_run(run_id)
+        except (NotSignedIn, DomainError) as exc:
+            self.error = "Not signed in." if isinstance(exc, NotSignedIn) else user_message(exc)
+            return
+        if run.workflow_id != self.workflow_id:
+            self.error = f"run {run_id} not found"
+            return
+        self._show_run(run, steps)
+        self.run_mode = run.mode or ""
+        self.panel_tab = "trace"
+
     @rx.event
     @requires("DATA", RUN_DATA)
     def refresh_run(self):

@@ -125,7 +125,10 @@ class FilesMixin(rx.State, mixin=True):
         instance = access.require_instance(scope.feature_instance_id)
 
         def level(operation: str) -> Level:
-            return access.data_level(FILE_DATA, operation, instance.mandate_id, instance.id)
+            # the instance's own file data object (the service checks the same one): the
+            # Workspace's data.feature.workspace.file, the Editor's data.feature.graphicalEditor.file
+            return access.data_level(f"data.feature.{instance.feature_code}.file", operation,
+                                     instance.mandate_id, instance.id)
 
         limit = files.get_limits().max_file_bytes
         self.file_max_bytes, self.file_limit = limit, files.human_size(limit)

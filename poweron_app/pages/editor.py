@@ -5,6 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from components.editor_chat import editor_chat_panel
+from components.editor_files import editor_file_dialogs, editor_files_panel
 from components.editor_panels import palette_panel, parameters_panel, trace_panel
 from components.editor_versions import readonly_banner, versions_panel
 from components.flow_canvas import flow_canvas
@@ -109,14 +110,17 @@ def _tab(value: str, label: str, icon: str) -> rx.Component:
 def _side_panel() -> rx.Component:
     return rx.tabs.root(
         rx.tabs.list(_tab("parameters", "Node", "sliders-horizontal"), _tab("trace", "Trace", "list-tree"),
-                     _tab("chat", "AI chat", "sparkles"), _tab("versions", "Versions", "history"), size="1"),
+                     _tab("chat", "AI chat", "sparkles"), _tab("versions", "Versions", "history"),
+                     _tab("files", "Files", "folder"), size="1"),
         rx.box(
             rx.tabs.content(parameters_panel(EditorState), value="parameters"),
             rx.tabs.content(trace_panel(EditorState), value="trace"),
             rx.tabs.content(editor_chat_panel(EditorState), value="chat", height="100%"),
             rx.tabs.content(versions_panel(EditorState), value="versions"),
+            rx.tabs.content(editor_files_panel(EditorState), value="files"),
             padding_top="0.75em", overflow_y="auto", flex="1", min_height="0",
         ),
+        editor_file_dialogs(EditorState),
         value=EditorState.panel_tab, on_change=EditorState.set_panel_tab,
         width="26em", flex_shrink="0", height="100%", display="flex", flex_direction="column", id="side-panel",
     )

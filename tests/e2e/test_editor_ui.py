@@ -48,7 +48,7 @@ def open_editor(page: Page, workflow_id: str, signed_in: bool = False) -> None:
         sign_in(page, "admin", ADMIN_PASSWORD)
         expect(page).to_have_url(re.compile(r"/workflows$"))
     page.goto(f"/editor/{workflow_id}")
-    expect(page.locator(".poweron-node").first).to_be_visible()
+    expect(page.locator(".poweron-node").first).to_be_visible(timeout=90_000)  # the first visit compiles the page
     expect(saved(page)).to_have_attribute("data-state", "saved")
 
 
@@ -138,6 +138,16 @@ def test_build_run_publish_and_open_the_previous_version(page: Page, running_app
     values = [options.nth(i).get_attribute("value") for i in range(options.count())]
     assert "{{ nodes.python.output.doubled }}" in values and "{{ input.n }}" in values
     assert not any("nodes.stop" in v for v in values)  # not from nodes after this one
+
+    page.locator("#tab-trace").click()
+    run_id = page.locator("#run-summary").inner_text().split()[1].rstrip(":")
+    headers, instance = api(running_app)
+    runs = httpx.get(f"{running_app.api_url}/api/graphicalEditor/{instance}/runs",
+                     params={"workflowId": workflow_id}, headers=headers).json()
+    full_id = next(r["id"] for r in runs if r["id"].startswith(run_id))
+    page.goto(f"/editor/{workflow_id}?run={full_id}")  # a link to a run opens its trace
+    expect(page.locator(".trace-row")).to_have_count(4)
+    expect(node(page, "stop")).to_have_attribute("data-status", "completed")
 
     page.locator("#tab-versions").click()
     page.locator("#publish-draft").click()

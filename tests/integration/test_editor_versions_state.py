@@ -52,6 +52,7 @@ class FakeEditor:
         self._viewed_graph, self._published_graph, self._published_at, self._event_id = {}, {}, "", ""
         self.error = self.notice = ""
         self.save_status, self.can_edit, self.fit_revision, self.selected_ids = "saved", True, 0, ["echo"]
+        self.form_revision = 0
         self.published = 0
 
     @contextmanager

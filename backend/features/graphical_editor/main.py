@@ -25,7 +25,7 @@ RESOURCE_OBJECTS = (
     ("resource.feature.graphicalEditor.manageAccess", "Grant and revoke access to the instance"),
     ("resource.feature.graphicalEditor.useAgent", "Use the editor's AI chat"),
 )
-DATA_TABLES = ("workflow", "workflow_version", "workflow_run", "human_task", "chat")
+DATA_TABLES = ("workflow", "workflow_version", "workflow_run", "human_task", "chat", "file")
 MODIFYING_UI_OBJECTS = (
     "ui.feature.graphicalEditor.workflows.create",
     "ui.feature.graphicalEditor.workflows.rename",
