@@ -93,7 +93,8 @@ class AgentChatMixin(rx.State, mixin=True):
     - `_agent_request(token, prompt, chat_id) -> AgentRequest`: check and prepare the run
       (agent_service.prepare_run); runs in a worker thread, so it reads only plain values of
       `self` set before the stream began; may raise NotSignedIn or DomainError.
-    - `_chat_disabled_reason() -> str`: why nothing can be sent now ("" when it can).
+    - `_no_agent_reason` (class attribute) and `_chat_closed_reason() -> str`: what the chat bar
+      says when useAgent is not granted, and why this chat cannot be continued ("" when it can).
     - `_on_agent_event(event)`: called inside `async with self` for each event (default: nothing).
     - `_on_agent_finished()`: called inside `async with self` when a stream ended — answered,
       failed or stopped (default: nothing).
@@ -102,6 +103,10 @@ class AgentChatMixin(rx.State, mixin=True):
       chat exists.
     """
 
+    chat_id: str = ""
+    chat_title: str = ""
+    can_use_agent: bool = False
+    provider_configured: bool = False
     messages: list[ChatItem] = []
     streaming: bool = False
     stream_key: str = ""
@@ -113,7 +118,23 @@ class AgentChatMixin(rx.State, mixin=True):
     def _agent_request(self, token: str, prompt: str, chat_id: str) -> AgentRequest:
         raise NotImplementedError
 
+    _no_agent_reason = "Your roles do not let you talk to the agent here (useAgent is not granted)."
+
+    @rx.var
+    def disabled_reason(self) -> str:
+        """Why the chat bar cannot send now ("" when it can)."""
+        return self._chat_disabled_reason()
+
     def _chat_disabled_reason(self) -> str:
+        if not self.loaded or not self.instance_id:
+            return ""
+        if not self.provider_configured:
+            return NO_PROVIDER
+        if not self.can_use_agent:
+            return self._no_agent_reason
+        return self._chat_closed_reason()
+
+    def _chat_closed_reason(self) -> str:
         return ""
 
     def _on_agent_event(self, event: AgentEvent) -> None:

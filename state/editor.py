@@ -516,28 +516,28 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
 
     # --- undo / redo ----------------------------------------------------------------------------
 
-    @rx.event
-    @requires("DATA", WORKFLOW_DATA)
-    def undo(self):
-        """Go back one change (the canvas's, or one the AI chat made) and save that graph."""
-        if not self._undo or not self.can_edit or self.viewing_version:
+    def _travel(self, back: bool) -> None:
+        """Undo (back) or redo one change: the graph swaps places with the top of the stack, and is saved."""
+        if not (self._undo if back else self._redo) or not self.can_edit or self.viewing_version:
             return
-        self._redo = [*self._redo, copy.deepcopy(self._graph)]
-        self._graph = self._undo[-1]
-        self._undo = self._undo[:-1]
+        current = copy.deepcopy(self._graph)
+        if back:
+            self._graph, self._undo, self._redo = self._undo[-1], self._undo[:-1], [*self._redo, current]
+        else:
+            self._graph, self._redo, self._undo = self._redo[-1], self._redo[:-1], [*self._undo, current]
         self.form_revision += 1
         self._save()
 
     @rx.event
     @requires("DATA", WORKFLOW_DATA)
+    def undo(self):
+        """Go back one change (the canvas's, or one the AI chat made) and save that graph."""
+        self._travel(back=True)
+
+    @rx.event
+    @requires("DATA", WORKFLOW_DATA)
     def redo(self):
-        if not self._redo or not self.can_edit or self.viewing_version:
-            return
-        self._undo = [*self._undo, copy.deepcopy(self._graph)]
-        self._graph = self._redo[-1]
-        self._redo = self._redo[:-1]
-        self.form_revision += 1
-        self._save()
+        self._travel(back=False)
 
     # --- palette and panel ----------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from backend.rbac.access import AccessContext
 from backend.rbac.rights import RESOURCE
 from backend.triggers.secrets import redact
 from backend.workflows import service
-from state.agent_chat import NO_PROVIDER, AgentChatMixin
+from state.agent_chat import AgentChatMixin
 from state.auth import NotSignedIn
 from state.chat_items import ChatItem, items_of_run
 from state.page import user_message
@@ -79,25 +79,9 @@ def prepare_editor_run(token: str, workflow_id: str, prompt: str, chat_id: str) 
 class EditorChatMixin(AgentChatMixin, mixin=True):
     """The chat sidebar of the editor: the open chat, the user's chats in the instance, the rights."""
 
-    chat_id: str = ""
-    chat_title: str = ""
     chats: list[EditorChatRow] = []
-    can_use_agent: bool = False
-    provider_configured: bool = False
 
-    @rx.var
-    def disabled_reason(self) -> str:
-        """Why the chat bar cannot send now ("" when it can)."""
-        return self._chat_disabled_reason()
-
-    def _chat_disabled_reason(self) -> str:
-        if not self.loaded or not self.instance_id:
-            return ""
-        if not self.provider_configured:
-            return NO_PROVIDER
-        if not self.can_use_agent:
-            return NO_USE_AGENT
-        return ""
+    _no_agent_reason = NO_USE_AGENT
 
     # --- loading (EditorState calls it while it loads the workflow) -----------------------------
 

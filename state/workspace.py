@@ -21,7 +21,7 @@ from backend.db.models import FeatureInstance
 from backend.errors import DomainError
 from backend.rbac.access import AccessContext
 from backend.rbac.rights import RESOURCE, Level
-from state.agent_chat import NO_PROVIDER, AgentChatMixin
+from state.agent_chat import AgentChatMixin
 from state.auth import WORKSPACE, AuthState, NotSignedIn
 from state.chat_items import ChatItem, items_of_run
 from state.page import PageMixin, RenameMixin, user_message
@@ -56,29 +56,14 @@ class WorkspaceState(AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthSta
     instance_id: str = ""
     instance_label: str = ""
     chats: list[ChatRow] = []
-    chat_id: str = ""
-    chat_title: str = ""
-    can_use_agent: bool = False
     chat_is_mine: bool = True
-    provider_configured: bool = False
     delete_id: str = ""
     delete_title: str = ""
 
-    @rx.var
-    def disabled_reason(self) -> str:
-        """Why the chat bar cannot send now ("" when it can)."""
-        return self._chat_disabled_reason()
+    _no_agent_reason = NO_USE_AGENT
 
-    def _chat_disabled_reason(self) -> str:
-        if not self.loaded or not self.instance_id:
-            return ""
-        if not self.provider_configured:
-            return NO_PROVIDER
-        if not self.can_use_agent:
-            return NO_USE_AGENT
-        if not self.chat_is_mine:
-            return FOREIGN_CHAT
-        return ""
+    def _chat_closed_reason(self) -> str:
+        return "" if self.chat_is_mine else FOREIGN_CHAT
 
     # --- loading --------------------------------------------------------------------------------
 

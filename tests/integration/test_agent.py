@@ -447,7 +447,7 @@ def test_the_editor_chat_knows_the_graph_and_changes_it_with_validated_tools(api
     assert "workflow_addNode" in tool_names(first) and "requestToolbox" in tool_names(first)
     assert request_toolbox_enum(first) == ["ai"]
     assert f"workflowId {workflow_id}" in first.system_text and '"type":"trigger.manual"' in first.system_text
-    assert not any(name.startswith("core_readFile") for name in tool_names(first))  # no file store here
+    assert "core_readFile" in tool_names(first)  # the editor instance has a file store (its Files tab)
     results = [(f["name"], f["ok"]) for f in of(events, "tool.finished")]
     assert results == [("workflow_addNode", False), ("workflow_addNode", True), ("workflow_connectNodes", True)]
     assert "no.suchType" in json.loads(tool_results(ai_server.chat_requests[1])["e1"])["error"]
