@@ -123,6 +123,14 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
         return result
 
 
+    def _free_name(self, wanted: str) -> str:
+        """`wanted`, numbered ("Name 2", …) when a workflow of the instance already has it."""
+        taken = {w["name"] for w in self.workflows}
+        name, number = wanted, 2
+        while name in taken:
+            name, number = f"{wanted} {number}", number + 1
+        return name
+
     def _create_and_open(self, create, success: str):
         """Create a workflow with `create(iface) -> Workflow` and open it in the editor."""
         created: list[str] = []
@@ -159,10 +167,7 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
     def create_from_template(self, template_id: str, template_name: str):
         """Create a workflow from a template (named after it, numbered when taken) and open it."""
         self.templates_open = False
-        taken = {w["name"] for w in self.workflows}
-        name, number = template_name, 2
-        while name in taken:
-            name, number = f"{template_name} {number}", number + 1
+        name = self._free_name(template_name)
         return self._create_and_open(lambda iface: iface.create_workflow(name, template_id=template_id),
                                      success=f"Created '{name}'.")
 
@@ -179,11 +184,7 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
         except DomainError as exc:
             self.error = f"Import of {upload.name or 'the file'} refused: {user_message(exc)}"
             return None
-        base = exported_name or (upload.name or "Imported workflow").rsplit(".", 1)[0]
-        taken = {w["name"] for w in self.workflows}
-        name, number = base, 2
-        while name in taken:
-            name, number = f"{base} {number}", number + 1
+        name = self._free_name(exported_name or (upload.name or "Imported workflow").rsplit(".", 1)[0])
         return self._create_and_open(lambda iface: iface.create_workflow(name, graph=graph),
                                      success=f"Imported '{name}'.")
 
