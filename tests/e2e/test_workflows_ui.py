@@ -29,8 +29,10 @@ def open_instance(page: Page, label: str) -> None:
         expect(page.locator("#instance-label")).to_have_text(label)
 
 
-def workflow_names(page: Page):
-    return page.locator(".workflow-name")
+def workflow_names(page: Page, containing: str = ""):
+    """The names in the list (those containing `containing`: other tests add workflows too)."""
+    names = page.locator(".workflow-name")
+    return names.filter(has_text=containing) if containing else names
 
 
 def test_wrong_password_shows_the_generic_message(page: Page):
@@ -55,28 +57,28 @@ def test_sign_in_create_rename_delete_and_sign_out(page: Page):
 
     page.locator("#new-workflow-name").fill("Invoice approval")
     page.locator("#create-workflow").click()
-    expect(workflow_names(page)).to_have_text(["Invoice approval"])
+    expect(workflow_names(page, "Invoice approval")).to_have_text(["Invoice approval"])
     expect(page.locator("#workflows-notice")).to_contain_text("Created 'Invoice approval'")
 
     # The same name again is refused with a clear message and nothing new is listed.
     page.locator("#new-workflow-name").fill("Invoice approval")
     page.locator("#create-workflow").click()
     expect(page.locator("#workflows-error")).to_contain_text("already exists")
-    expect(workflow_names(page)).to_have_count(1)
+    expect(workflow_names(page, "Invoice approval")).to_have_count(1)
 
     row = page.locator(".workflow-row", has_text="Invoice approval")
     row.locator(".rename-button").click()
     page.locator("#rename-input").fill("Invoice approval (CHF)")
     page.locator("#rename-save").click()
-    expect(workflow_names(page)).to_have_text(["Invoice approval (CHF)"])
+    expect(workflow_names(page, "Invoice approval")).to_have_text(["Invoice approval (CHF)"])
 
     # The list survives a reload: it comes from the database, not from the page.
     page.reload()
-    expect(workflow_names(page)).to_have_text(["Invoice approval (CHF)"])
+    expect(workflow_names(page, "Invoice approval")).to_have_text(["Invoice approval (CHF)"])
 
     page.locator(".workflow-row", has_text="Invoice approval (CHF)").locator(".delete-button").click()
     page.locator("#confirm-delete").click()
-    expect(workflow_names(page)).to_have_count(0)
+    expect(workflow_names(page, "Invoice approval")).to_have_count(0)
     expect(page.locator("#empty-state")).to_contain_text("No workflows yet")
 
     page.locator("#logout-button").click()

@@ -20,6 +20,7 @@ from backend.tenancy import grant_instance_roles, grant_mandate_roles
 from state.agent_chat import _pump, _Stream
 from state.auth import NotSignedIn
 from state.editor_chat import changes_graph, editor_chat_rows, prepare_editor_run
+from tests.integration.test_engine_events import run_in_own_loop
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -47,7 +48,7 @@ def _streamed(request) -> list[Any]:
         await pumping
         return events
 
-    return asyncio.run(read())
+    return run_in_own_loop(read)
 
 
 def test_the_sidebar_run_knows_the_graph_and_its_changes_are_flagged_for_the_canvas(api, ai_server):

@@ -184,7 +184,7 @@ def test_list_tables_shows_readable_tables_with_columns_and_visible_counts(world
         alice = ok(strict_call(context_for(session, "alice", world.e1, world.mandate_id), "featureData.listTables"))
         assert alice["featureCode"] == EDITOR and alice["instanceLabel"] == "Editor one"
         tables = {t["name"]: t for t in alice["tables"]}
-        assert list(tables) == ["workflow", "workflow_version", "workflow_run", "human_task", "chat"]
+        assert list(tables) == ["workflow", "workflow_version", "workflow_run", "human_task", "chat", "file"]
         assert tables["chat"]["rowCount"] == 0
         assert tables["workflow"]["rowCount"] == 12 and tables["workflow"]["access"] == "all"
         assert tables["workflow_run"]["rowCount"] == 4 and tables["human_task"]["rowCount"] == 2
@@ -197,7 +197,7 @@ def test_list_tables_shows_readable_tables_with_columns_and_visible_counts(world
         olga = ok(execute_action("featureData.listTables", {}, context_for(session, "olga", world.e1,
                                                                                 world.mandate_id)))
         tables = {t["name"]: t for t in olga["tables"]}
-        assert list(tables) == ["workflow", "workflow_run", "human_task", "chat"]  # workflow_version: read none
+        assert list(tables) == ["workflow", "workflow_run", "human_task", "chat", "file"]  # workflow_version: read none
         assert {t["access"] for t in tables.values()} == {"own"}
         assert tables["workflow"]["rowCount"] == 1 and tables["workflow_run"]["rowCount"] == 2
         assert tables["human_task"]["rowCount"] == 1  # the task of her own run

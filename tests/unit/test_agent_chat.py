@@ -13,6 +13,7 @@ from backend.agent.runner import AgentEvent
 from state.agent_chat import _pump, _Stream, chat_title_of, last_prompt
 from state.chat_items import item
 from state.editor_chat import GRAPH_TOOLS, changes_graph, editor_chat_rows
+from tests.integration.test_engine_events import run_in_own_loop
 
 
 def test_a_chat_is_titled_by_the_first_line_of_its_first_prompt():
@@ -61,7 +62,7 @@ def _pumped(events) -> list[AgentEvent | None]:
             got.append(stream.queue.get_nowait())
         return got
 
-    return asyncio.run(run())
+    return run_in_own_loop(run)
 
 
 def test_the_pump_hands_over_every_event_then_the_end():
