@@ -102,10 +102,11 @@ def test_build_run_publish_and_open_the_previous_version(page: Page, running_app
     expect(page.locator("#param-code")).to_be_visible()  # the dropped node is selected
     set_field(page, "code", CODE_V1)
     expect(saved(page)).to_have_attribute("data-state", "saved")
-    drop(page, "flow.ifElse", 0.05, 0.72)
+    # Nodes go top-left, bottom-left and top-right: the minimap sits bottom-right, the controls bottom-left.
+    drop(page, "flow.ifElse", 0.12, 0.6)
     expect(page.locator(".poweron-node")).to_have_count(3)
     set_field(page, "condition", "{{ nodes.python.output.doubled > 10 }}")
-    drop(page, "flow.stop", 0.62, 0.72)
+    drop(page, "flow.stop", 0.58, 0.08)
     expect(page.locator(".poweron-node")).to_have_count(4)
     set_field(page, "message", "big enough")
     fit_view(page)

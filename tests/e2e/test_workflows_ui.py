@@ -79,7 +79,7 @@ def test_sign_in_create_rename_delete_and_sign_out(page: Page):
     page.locator(".workflow-row", has_text="Invoice approval (CHF)").locator(".delete-button").click()
     page.locator("#confirm-delete").click()
     expect(workflow_names(page, "Invoice approval")).to_have_count(0)
-    expect(page.locator("#empty-state")).to_contain_text("No workflows yet")
+    expect(page.locator("#workflows-notice")).to_contain_text("Deleted 'Invoice approval (CHF)'")
 
     page.locator("#logout-button").click()
     expect(page).to_have_url(re.compile(r"/login$"))
