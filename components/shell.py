@@ -5,6 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from state.auth import AuthState
+from state.inbox import InboxCountState
 from state.notifications import NotificationsState
 
 # (label, route, icon, the AuthState flag that must be true to show it; None: always shown)
@@ -24,11 +25,23 @@ def nav_id(label: str) -> str:
     return "nav-" + label.lower().replace(" ", "-")
 
 
+def inbox_count() -> rx.Component:
+    """The Inbox entry's badge: pending tasks the user may complete, re-read every 5 s while the
+    page is open (the hidden moment ticks in the browser; it fires once on mount too)."""
+    return rx.fragment(
+        rx.cond(InboxCountState.pending > 0,
+                rx.badge(InboxCountState.pending, id="inbox-count", color_scheme="red", variant="solid",
+                         radius="full", size="1")),
+        rx.moment(interval=5000, format="x", on_change=InboxCountState.refresh, display="none"),
+    )
+
+
 def nav_link(label: str, href: str, icon: str, active: str) -> rx.Component:
     """One navigation entry, highlighted when it is the current page."""
     is_active = label == active
     return rx.link(
-        rx.hstack(rx.icon(icon, size=18), rx.text(label, size="3"), spacing="3", align="center"),
+        rx.hstack(rx.icon(icon, size=18), rx.text(label, size="3"), *([inbox_count()] if label == "Inbox" else []),
+                  spacing="3", align="center"),
         href=href,
         id=nav_id(label),
         underline="none",

@@ -1,7 +1,5 @@
 """Builds the Reflex app: pages, the REST API mounted on the backend, start-up preparation."""
 
-import functools
-
 import reflex as rx
 
 from backend.api.app import create_api
@@ -13,9 +11,10 @@ from backend.scheduler.scheduler import start_scheduler
 from poweron_app.pages.admin import admin_page
 from poweron_app.pages.editor import editor_page
 from poweron_app.pages.forms import form_page
+from poweron_app.pages.inbox import inbox_page
 from poweron_app.pages.login import login_page
+from poweron_app.pages.monitor import monitor_page
 from poweron_app.pages.notifications import notifications_page
-from poweron_app.pages.pending import PENDING_PAGES, pending_page
 from poweron_app.pages.sso import sso_page
 from poweron_app.pages.tokens import tokens_page
 from poweron_app.pages.workflows import workflows_page
@@ -24,6 +23,8 @@ from state.admin import AdminState
 from state.auth import AuthState
 from state.editor import EditorState
 from state.forms import FormPageState
+from state.inbox import InboxState
+from state.monitor import MonitorState
 from state.notifications import NotificationsState
 from state.sso import SsoState
 from state.tokens import TokensState
@@ -61,15 +62,10 @@ app.add_page(login_page, route="/login", title="Sign in · PowerOn",
              on_load=[AuthState.redirect_signed_in, SsoState.check_enabled])
 app.add_page(workflows_page, route="/workflows", title="Workflows · PowerOn", on_load=WorkflowsState.load)
 app.add_page(workspace_page, route="/workspace", title="Workspace · PowerOn", on_load=WorkspaceState.load)
+app.add_page(monitor_page, route="/monitor", title="Monitor · PowerOn", on_load=MonitorState.load)
 app.add_page(admin_page, route="/admin", title="Admin · PowerOn", on_load=AdminState.load)
 app.add_page(tokens_page, route="/tokens", title="API tokens · PowerOn", on_load=TokensState.load)
+app.add_page(inbox_page, route="/inbox", title="Inbox · PowerOn", on_load=InboxState.load)
 app.add_page(notifications_page, route="/notifications", title="Notifications · PowerOn",
              on_load=NotificationsState.load)
 app.add_page(sso_page, route="/sso", title="Single sign-on · PowerOn", on_load=SsoState.finish)
-for _title in PENDING_PAGES:
-    app.add_page(
-        functools.partial(pending_page, _title),
-        route=f"/{_title.lower()}",
-        title=f"{_title} · PowerOn",
-        on_load=AuthState.require_login,
-    )

@@ -10,7 +10,8 @@ registered jobs (the scheduler writes it; it reacts to publish and the switch by
 backend/workflows/changes.py). Next fire times come from the scheduler's own triggers
 (backend/scheduler/cron.py), never from a second cron translation.
 
-The pure helpers (`version_rows`, `schedule_text`, …) hold the logic; the mixin only loads and
+The pure helpers (`version_rows`, and `schedule_text` … from backend/scheduler/preview.py, which
+the monitor shares) hold the logic; the mixin only loads and
 assigns. It is mixed into EditorState (state/editor.py), which provides `_graph`, `_publish()`,
 `save_status`, `fit_revision`, `selected_ids`, `can_edit`, `workflow_id` and `_reload()`.
 """
@@ -18,9 +19,8 @@ assigns. It is mixed into EditorState (state/editor.py), which provides `_graph`
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypedDict
 
 import reflex as rx
@@ -28,8 +28,15 @@ from sqlmodel import Session, select
 
 from backend.db.models import User, Workflow, WorkflowVersion
 from backend.errors import DomainError, Forbidden, NotFound
-from backend.scheduler.cron import Schedule
-from backend.scheduler.jobs import schedule_nodes
+from backend.scheduler.preview import (  # noqa: F401 - re-exported for the page and its tests
+    NO_SCHEDULE,
+    NOT_REGISTERED,
+    cron_words,
+    describe_schedule,
+    interval_words,
+    next_fire_time,
+    schedule_text,
+)
 from backend.triggers.secrets import redact
 from state.auth import NotSignedIn
 from state.page import user_message
@@ -39,8 +46,6 @@ PUBLISH_RIGHT = "resource.feature.graphicalEditor.publish"
 VERSION_DATA = "data.feature.graphicalEditor.workflow_version"
 WORKFLOW_DATA = "data.feature.graphicalEditor.workflow"
 TIME_FORMAT = "%Y-%m-%d %H:%M UTC"
-NO_SCHEDULE = "No schedule trigger"
-NOT_REGISTERED = "Schedule not registered: publish the workflow and switch it active"
 ACTION_WORDS = {"publish": "Published", "unpublish": "Unpublished", "archive": "Archived", "restore": "Restored"}
 
 
@@ -79,108 +84,6 @@ def with_draft(rows: list[VersionRow], draft: WorkflowVersion, author: str) -> l
             updated = VersionRow(**{**row, "status": draft.status})
             return [*rows[:index], updated, *rows[index + 1:]]
     return sorted([version_row(draft, author), *rows], key=lambda r: r["number"], reverse=True)
-
-
-def _clock(hour: str, minute: str, second: str | None = None) -> str | None:
-    if not (hour.isdigit() and minute.isdigit() and (second is None or second.isdigit())):
-        return None
-    text = f"{int(hour):02d}:{int(minute):02d}"
-    return text if second in (None, "0", "00") else f"{text}:{int(second):02d}"
-
-
-_WEEKDAYS = {"1-5": "on weekdays", "mon-fri": "on weekdays", "0,6": "on weekends", "6,0": "on weekends",
-             "sat,sun": "on weekends", "sun,sat": "on weekends"}
-_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
-
-
-def cron_words(expression: str) -> str | None:
-    """A plain description of the simplest crontab schedules ("every day 07:00"), else None."""
-    parts = expression.split()
-    if len(parts) == 6:
-        second, parts = parts[0], parts[1:]
-    elif len(parts) == 5:
-        second = None
-    else:
-        return None
-    minute, hour, day, month, weekday = parts
-    if month != "*":
-        return None
-    if hour == "*" and day == "*" and weekday == "*":
-        if minute == "*" and second in (None, "0", "00"):
-            return "every minute"
-        if minute.isdigit() and second in (None, "0", "00"):
-            return f"every hour at :{int(minute):02d}"
-        match = re.fullmatch(r"\*/(\d+)", minute)
-        if match and second in (None, "0", "00"):
-            return f"every {int(match.group(1))} min"
-        return None
-    clock = _clock(hour, minute, second)
-    if clock is None:
-        return None
-    if day == "*" and weekday == "*":
-        return f"every day {clock}"
-    if day == "*":
-        lowered = weekday.lower()
-        if lowered in _WEEKDAYS:
-            return f"{_WEEKDAYS[lowered]} {clock}"
-        if lowered.isdigit() and int(lowered) <= 7:
-            return f"every {_DAY_NAMES[int(lowered)]} {clock}"
-        if lowered in _DAY_NAMES:
-            return f"every {lowered} {clock}"
-        return None
-    if weekday == "*" and day.isdigit():
-        return f"monthly on day {int(day)} {clock}"
-    return None
-
-
-def interval_words(seconds: int) -> str:
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
-        if seconds % size == 0:
-            return f"every {seconds // size} {unit}"
-    return f"every {seconds} s"
-
-
-def describe_schedule(schedule: Schedule) -> str:
-    """E.g. "every day 07:00 (0 7 * * *, Europe/Zurich)" or "every 15 min (UTC)"."""
-    if schedule.cron is not None:
-        words = cron_words(schedule.cron)
-        if words:
-            return f"{words} ({schedule.cron}, {schedule.timezone})"
-        return f"cron {schedule.cron} ({schedule.timezone})"
-    return f"{interval_words(schedule.interval_seconds or 0)} ({schedule.timezone})"
-
-
-def next_fire_time(schedule: Schedule, anchor: datetime | None, now: datetime | None = None) -> datetime | None:
-    """The next fire time after `now`, from the very trigger the scheduler registers (cron.py)."""
-    now = now or datetime.now(UTC)
-    return schedule.trigger(anchor=anchor).get_next_fire_time(None, now)
-
-
-def schedule_text(published_graph: dict[str, Any] | None, draft_graph: dict[str, Any] | None, active: bool,
-                  event_id: str | None, published_at: datetime | None = None, now: datetime | None = None) -> str:
-    """The schedule status line of the Versions tab.
-
-    Only the published version's schedule nodes run, and only while the workflow is active; the
-    eventId (written by the scheduler) shows the jobs are registered.
-    """
-    published = schedule_nodes(published_graph) if published_graph else []
-    if not published:
-        if draft_graph and schedule_nodes(draft_graph):
-            return NOT_REGISTERED
-        return NO_SCHEDULE
-    parts = ["Schedule: " + "; ".join(describe_schedule(schedule) for _node, schedule in published)]
-    if not active:
-        parts.append("not registered: switch the workflow active")
-        return " · ".join(parts)
-    times = [t for _node, schedule in published if (t := next_fire_time(schedule, published_at, now)) is not None]
-    if times:
-        first = min(times)
-        parts.append(f"next run {first.strftime('%Y-%m-%d %H:%M')}")
-    if event_id:
-        parts.append(f"job registered (eventId {event_id})")
-    else:
-        parts.append("job not registered yet (the scheduler registers it shortly)")
-    return " · ".join(parts)
 
 
 def may_publish(iface: Any, workflow: Workflow) -> bool:

@@ -30,7 +30,8 @@ class FormFieldRow(TypedDict):
     error: str
 
 
-def _row(field: dict[str, Any]) -> FormFieldRow:
+def field_row(field: dict[str, Any]) -> FormFieldRow:
+    """A FormField (as a dict) as the shared renderer of poweron_app/pages/forms.py takes it."""
     default = field.get("default")
     return FormFieldRow(
         name=field["name"], label=field.get("label") or field["name"], type=field.get("type") or "text",
@@ -68,7 +69,7 @@ class FormPageState(rx.State):
             return
         self.form_name = form["name"]
         self.form_description = form["description"]
-        self.fields = [_row(f) for f in form["fields"] if f.get("type") != "file"]
+        self.fields = [field_row(f) for f in form["fields"] if f.get("type") != "file"]
         self.status = "form"
 
     @rx.event

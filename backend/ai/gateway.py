@@ -16,8 +16,10 @@ Streams fail over only before their first piece reached the caller; a failure af
 an AiProviderError raised from the iterator (the caller has shown text already).
 
 Usage and cost (CHF, backend.ai.pricing) come with every AiReply, as do the provider's name and
-the failovers that happened. Neutralisation of personal data (per call, or POWERON_AI_NEUTRALIZE)
-happens once, before failover, so every provider sees the same placeholders.
+the failovers that happened; each successful reply's cost is also added to the usage meters open
+in the caller's context (backend.ai.usage: the engine meters every run step). Neutralisation of
+personal data (per call, or POWERON_AI_NEUTRALIZE) happens once, before failover, so every
+provider sees the same placeholders.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
+from backend.ai import usage as ai_usage
 from backend.ai.breaker import CircuitBreaker
 from backend.ai.client import (
     AiClient,
@@ -135,6 +138,7 @@ class AiGateway(AiClient):
 
     def _complete(self, request: ChatRequest) -> AiReply:
         reply, failovers = self._failover("AI chat", lambda provider: provider._complete(request))
+        ai_usage.record(reply.cost_chf, reply.usage)
         return replace(reply, failovers=failovers) if failovers else reply
 
     def _stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
@@ -148,6 +152,7 @@ class AiGateway(AiClient):
                 for event in events:
                     if isinstance(event, ChatDone):
                         breaker.record_success()
+                        ai_usage.record(event.reply.cost_chf, event.reply.usage)
                         yield ChatDone(replace(event.reply, failovers=tuple(attempts))) if attempts else event
                         return
                     delivered = True

@@ -13,6 +13,7 @@ from backend.api.actions import router as actions_router
 from backend.api.administration import router as administration_router
 from backend.api.catalog import router as catalog_router
 from backend.api.core import router as core_router
+from backend.api.monitor import router as monitor_router
 from backend.api.notifications import router as notifications_router
 from backend.api.sso import router as sso_router
 from backend.api.tasks import router as tasks_router
@@ -69,6 +70,7 @@ def create_api() -> FastAPI:
     api.include_router(sso_router)
     api.include_router(tasks_router)
     api.include_router(notifications_router)
+    api.include_router(monitor_router)
     api.include_router(triggers_router)
     for feature in get_features().values():
         if feature.router is not None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 
@@ -153,6 +153,7 @@ class StepOut(CamelModel):
     duration_ms: int | None = None
     started_at: datetime
     finished_at: datetime | None = None
+    cost_chf: float | None = None  # the attempt's AI cost in CHF; None without a priced AI call
 
 
 class RunOut(CamelModel):
@@ -281,6 +282,12 @@ class TaskComplete(StrictCamelModel):
     data: Any = None
 
 
+class TaskCancel(StrictCamelModel):
+    """POST /api/tasks/{taskId}/cancel (body optional): why the task is withdrawn."""
+
+    reason: str | None = Field(default=None, max_length=1000)
+
+
 class TaskOut(CamelModel):
     """A human task of an input.approval or input.form node."""
 
@@ -367,3 +374,72 @@ class UnreadCount(CamelModel):
 class ReadAllResult(CamelModel):
     marked: int
     unread: int
+
+
+# --- monitoring dashboard (issue 10) -----------------------------------------------------------
+
+
+class MonitorRunOut(CamelModel):
+    """A run as the monitor lists it: no input, output or context; the error without its stack."""
+
+    id: str
+    workflow_id: str
+    workflow_name: str
+    instance_id: str
+    instance_label: str
+    status: str
+    pause_reason: str | None = None
+    trigger: str | None = None
+    started_at: datetime
+    finished_at: datetime | None = None
+    duration_ms: int | None = None
+    error: str | None = None
+    cost_chf: float = 0.0
+
+
+class MonitorRunPage(CamelModel):
+    """A page of runs, newest first; `next_before` fetches the next (older) page."""
+
+    items: list[MonitorRunOut]
+    next_before: str | None = None
+
+
+class MonitorUpcomingOut(CamelModel):
+    workflow_id: str
+    workflow_name: str
+    instance_label: str
+    next_run: datetime
+    schedule: str
+    registered: bool
+
+
+class MonitorDayOut(CamelModel):
+    day: date
+    total: int
+    completed: int
+    failed: int
+    cancelled: int
+    error_rate: float
+
+
+class MonitorCostOut(CamelModel):
+    key: str
+    label: str
+    cost_chf: float
+    runs: int
+
+
+class MonitorCostsOut(CamelModel):
+    by_workflow: list[MonitorCostOut]
+    by_day: list[MonitorCostOut]
+    total_chf: float
+
+
+class MonitorOverview(CamelModel):
+    """The dashboard at a glance: live runs, upcoming schedules, daily figures, costs, failures."""
+
+    live: list[MonitorRunOut]
+    upcoming: list[MonitorUpcomingOut]
+    daily: list[MonitorDayOut]
+    costs: MonitorCostsOut
+    recent_failures: list[MonitorRunOut]

@@ -267,6 +267,14 @@ class WorkflowRun(SQLModel, table=True):
     """One execution of a workflow version."""
 
     __tablename__ = "workflow_run"
+    __table_args__ = (
+        # The monitor: runs of some instances newest first, and their counts and costs per day
+        # (covering: those read the index alone), and runs of one status by time.
+        Index("ix_workflow_run_instance_started", "feature_instance_id", "started_at", "status", "workflow_id",
+              "cost_chf"),
+        Index("ix_workflow_run_status_started", "status", "started_at"),
+        Index("ix_workflow_run_workflow_started", "workflow_id", "started_at"),
+    )
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
     workflow_id: str = Field(foreign_key="workflow.id", index=True, max_length=32)
@@ -285,6 +293,8 @@ class WorkflowRun(SQLModel, table=True):
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     lock_version: int = 1
+    # The sum of its steps' cost_chf, kept by engine.steps.write_steps (None: no priced AI call yet).
+    cost_chf: float | None = None
 
 
 class RunStepLog(SQLModel, table=True):
@@ -308,6 +318,7 @@ class RunStepLog(SQLModel, table=True):
     duration_ms: int | None = None
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
+    cost_chf: float | None = None  # what the attempt's AI calls cost (None: no priced call)
 
 
 class HumanTask(SQLModel, table=True):

@@ -38,6 +38,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
 from backend.actions import get_registry
+from backend.ai.usage import usage_meter
 from backend.db import get_engine, session_scope
 from backend.db.engine import write_gate
 from backend.db.models import RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion, utcnow
@@ -369,27 +370,35 @@ class RunEngine:
         for attempt in range(first + 1, first + policy.max_attempts + 1):
             step = steps.start_step(self.run, node, attempt)
             parameters: Any = node.get("parameters") or {}
-            try:
-                if handler is None:
-                    raise error
-                scope = self.scope_for(node_id)
-                parameters = evaluate_parameters(parameters, scope, node_id, raw=RAW_PARAMETERS.get(node["type"], ()))
-                outcome = handler(NodeCall(node, parameters, scope, session, session.get(User, self.user.id),
-                                           self.run, self._incoming(node_id)))
-            except ExpressionError as exc:
-                # An expression fails the same way every time: no retry.
-                rows.append(steps.finish_step(step, "failed", parameters, error=str(exc)))
-                return NodeResult(error=str(exc), rows=rows)
-            except StepError as exc:
-                error = exc
-                rows.append(steps.finish_step(step, "failed", parameters, exc.output, exc.message, exc.stack))
-            except Exception as exc:  # noqa: BLE001 - a node's bug is that node's error, not the engine's
-                error = StepError(f"{type(exc).__name__}: {exc}", traceback.format_exc())
-                rows.append(steps.finish_step(step, "failed", parameters, None, error.message, error.stack))
-            else:
-                status = "waiting" if outcome.suspend else "completed"
-                rows.append(steps.finish_step(step, status, parameters, outcome.output))
-                return NodeResult(outcome=outcome, step_id=step.id, rows=rows)
+            # The attempt's AI cost: opened here, in the thread that runs the node (a branch-pool
+            # thread for concurrent nodes), as the meter lives in a context variable.
+            with usage_meter() as meter:
+                try:
+                    if handler is None:
+                        raise error
+                    scope = self.scope_for(node_id)
+                    parameters = evaluate_parameters(parameters, scope, node_id,
+                                                     raw=RAW_PARAMETERS.get(node["type"], ()))
+                    outcome = handler(NodeCall(node, parameters, scope, session, session.get(User, self.user.id),
+                                               self.run, self._incoming(node_id)))
+                except ExpressionError as exc:
+                    # An expression fails the same way every time: no retry.
+                    rows.append(steps.finish_step(step, "failed", parameters, error=str(exc),
+                                                  cost_chf=meter.recorded_cost))
+                    return NodeResult(error=str(exc), rows=rows)
+                except StepError as exc:
+                    error = exc
+                    rows.append(steps.finish_step(step, "failed", parameters, exc.output, exc.message, exc.stack,
+                                                  cost_chf=meter.recorded_cost))
+                except Exception as exc:  # noqa: BLE001 - a node's bug is that node's error, not the engine's
+                    error = StepError(f"{type(exc).__name__}: {exc}", traceback.format_exc())
+                    rows.append(steps.finish_step(step, "failed", parameters, None, error.message, error.stack,
+                                                  cost_chf=meter.recorded_cost))
+                else:
+                    status = "waiting" if outcome.suspend else "completed"
+                    rows.append(steps.finish_step(step, status, parameters, outcome.output,
+                                                  cost_chf=meter.recorded_cost))
+                    return NodeResult(outcome=outcome, step_id=step.id, rows=rows)
             if attempt < first + policy.max_attempts:
                 # The failed attempt is visible while we wait for the next one. (End what the
                 # attempt began first: the gate is never awaited inside a write transaction.)

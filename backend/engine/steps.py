@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import bindparam, func, insert, update
 from sqlmodel import Session
 
 from backend.db.models import RunStepLog, WorkflowRun, new_id, utcnow
@@ -20,6 +20,9 @@ MASK = "***"
 # Keys whose values never reach the step log: the log is readable by everyone who may read runs.
 SECRET_KEY = re.compile(r"password|passwd|secret|token|api[-_]?key|authorization|credential", re.IGNORECASE)
 _INSERT_STEP = insert(RunStepLog.__table__)
+_RUNS = WorkflowRun.__table__
+_ADD_RUN_COST = (update(_RUNS).where(_RUNS.c.id == bindparam("run_id"))
+                 .values(cost_chf=func.coalesce(_RUNS.c.cost_chf, 0.0) + bindparam("amount")))
 STACK_SEPARATOR = "\n--- stack ---\n"
 
 
@@ -77,8 +80,10 @@ def publish_finished(session: Session, step: RunStepLog, workflow_id: str | None
 
 
 def finish_step(attempt: Attempt, status: str, input: Any = None,  # noqa: A002
-                output: Any = None, error: str | None = None, stack: str | None = None) -> dict[str, Any]:
-    """The attempt's log row: status, masked input, capped output, error with stack, duration.
+                output: Any = None, error: str | None = None, stack: str | None = None,
+                cost_chf: float | None = None) -> dict[str, Any]:
+    """The attempt's log row: status, masked input, capped output, error with stack, duration,
+    and the AI cost of the attempt in CHF (None: no priced AI call; backend.ai.usage).
 
     Nothing is written here: the engine writes a node's rows with the run's context in one
     transaction (:func:`write_steps`), so a step is logged exactly when its result is durable.
@@ -88,15 +93,25 @@ def finish_step(attempt: Attempt, status: str, input: Any = None,  # noqa: A002
             "output": cap_output(mask_secrets(output)),
             "error": f"{error}{STACK_SEPARATOR}{stack}" if error and stack else error,
             "duration_ms": int((time.monotonic() - attempt.started) * 1000),
-            "started_at": attempt.started_at, "finished_at": utcnow(), "workflow_id": attempt.workflow_id}
+            "started_at": attempt.started_at, "finished_at": utcnow(), "cost_chf": cost_chf,
+            "workflow_id": attempt.workflow_id}
 
 
 def write_steps(session: Session, rows: list[dict[str, Any]]) -> None:
     """Insert step rows (one plain table INSERT: the ORM's per-object bookkeeping was most of a
-    step's cost); node.finished is published for each when the session commits."""
+    step's cost); node.finished is published for each when the session commits.
+
+    The AI cost of the rows is added to their runs' cost_chf in the same transaction (an
+    increment, so parallel branches add up; lock_version is left alone: no transition)."""
     if not rows:
         return
     session.execute(_INSERT_STEP, [{k: v for k, v in row.items() if k != "workflow_id"} for row in rows])
+    spent: dict[str, float] = {}
+    for row in rows:
+        if row.get("cost_chf") is not None:
+            spent[row["run_id"]] = spent.get(row["run_id"], 0.0) + row["cost_chf"]
+    if spent:
+        session.execute(_ADD_RUN_COST, [{"run_id": run_id, "amount": amount} for run_id, amount in spent.items()])
     for row in rows:
         events.publish_on_commit(session, events.NODE_FINISHED, row["run_id"], row["workflow_id"],
                                  nodeId=row["node_id"], nodeType=row["node_type"], attempt=row["attempt"],

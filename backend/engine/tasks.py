@@ -8,36 +8,63 @@ completing twice, so the run advances exactly once.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
+from pydantic import ValidationError
 from sqlmodel import Session, select
 
-from backend.db.models import FeatureInstance, HumanTask, WorkflowRun
+from backend.db.models import FeatureInstance, HumanTask, User, WorkflowRun
 from backend.engine import worker
 from backend.engine.executor import RunEngine
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.rbac.access import AccessContext
 from backend.rbac.rights import Level
+from backend.statemachines import ConcurrentTransition
 from backend.statemachines import human_task as task_lifecycle
 from backend.statemachines import workflow_run as run_lifecycle
-from backend.workflows.node_types import DEFAULT_HANDLE
+from backend.workflows.node_types import DEFAULT_HANDLE, FormField
 
 FEATURE_CODE = "graphicalEditor"
 TASK_TABLE = f"data.feature.{FEATURE_CODE}.human_task"
 STATUSES = (task_lifecycle.PENDING, task_lifecycle.COMPLETED, task_lifecycle.CANCELLED, task_lifecycle.EXPIRED)
+REASON_MAX = 1000
+_TRUE, _FALSE = {"true", "on", "yes", "1"}, {"false", "off", "no", "0"}
 
 
 def may_complete(access: AccessContext, task: HumanTask) -> bool:
     """The assignee user, a holder of the assignee role, or — for an unassigned task — anyone
     whose roles allow updating human tasks in the task's instance."""
-    assignee = task.assignee if isinstance(task.assignee, dict) else {}
-    if assignee.get("user"):
-        return assignee["user"] == access.user.id
-    if assignee.get("role"):
-        held = access.resolver.held_roles(task.mandate_id, task.feature_instance_id)
-        return assignee["role"] in {role.label for role in held}
-    level = access.data_level(TASK_TABLE, "update", task.mandate_id, task.feature_instance_id)
-    return level != Level.NONE
+    return _Rights(access).may_complete(task.assignee, task.mandate_id, task.feature_instance_id)
+
+
+class _Rights:
+    """may_complete for many tasks: held role labels and the update level once per instance."""
+
+    def __init__(self, access: AccessContext):
+        self.access = access
+        self._labels: dict[tuple[str, str], set[str]] = {}
+        self._levels: dict[tuple[str, str, str], Level] = {}
+
+    def labels(self, mandate_id: str, instance_id: str) -> set[str]:
+        key = (mandate_id, instance_id)
+        if key not in self._labels:
+            self._labels[key] = {r.label for r in self.access.resolver.held_roles(mandate_id, instance_id)}
+        return self._labels[key]
+
+    def level(self, operation: str, mandate_id: str, instance_id: str) -> Level:
+        key = (operation, mandate_id, instance_id)
+        if key not in self._levels:
+            self._levels[key] = self.access.data_level(TASK_TABLE, operation, mandate_id, instance_id)
+        return self._levels[key]
+
+    def may_complete(self, assignee: Any, mandate_id: str, instance_id: str) -> bool:
+        assignee = assignee if isinstance(assignee, dict) else {}
+        if assignee.get("user"):
+            return assignee["user"] == self.access.user.id
+        if assignee.get("role"):
+            return assignee["role"] in self.labels(mandate_id, instance_id)
+        return self.level("update", mandate_id, instance_id) != Level.NONE
 
 
 def get_task(access: AccessContext, task_id: str) -> HumanTask:
@@ -52,10 +79,22 @@ def get_task(access: AccessContext, task_id: str) -> HumanTask:
     return task
 
 
-def list_tasks(access: AccessContext, status: str | None = None) -> list[HumanTask]:
-    """Tasks the caller may complete, in every Graphical Editor instance they may open."""
+def _check_status(status: str | None) -> None:
     if status is not None and status not in STATUSES:
         raise InvalidInput([FieldError("status", f"must be one of {', '.join(STATUSES)}")])
+
+
+def list_tasks(access: AccessContext, status: str | None = None) -> list[HumanTask]:
+    """Tasks the caller may complete, in every Graphical Editor instance they may open."""
+    return [task for task, may in list_visible_tasks(access, status, only_completable=True) if may]
+
+
+def list_visible_tasks(access: AccessContext, status: str | None = None,
+                       only_completable: bool = False) -> list[tuple[HumanTask, bool]]:
+    """(task, may the caller complete it) for every task the caller may see, newest first: the
+    tasks they may complete, and in instances where their roles allow reading every human task
+    (DATA read level all) the others too, read only (the Inbox shows those to viewers)."""
+    _check_status(status)
     instances: list[FeatureInstance] = access.visible_instances(FEATURE_CODE)
     if not instances:
         return []
@@ -63,7 +102,123 @@ def list_tasks(access: AccessContext, status: str | None = None) -> list[HumanTa
     if status:
         query = query.where(HumanTask.status == status)
     tasks = access.session.exec(query.order_by(HumanTask.sys_created_at.desc())).all()
-    return [task for task in tasks if may_complete(access, task)]
+    rights = _Rights(access)
+    visible = []
+    for task in tasks:
+        may = rights.may_complete(task.assignee, task.mandate_id, task.feature_instance_id)
+        if may or (not only_completable
+                   and rights.level("read", task.mandate_id, task.feature_instance_id) == Level.ALL):
+            visible.append((task, may))
+    return visible
+
+
+def pending_count(access: AccessContext) -> int:
+    """How many pending tasks the caller may complete (the Inbox badge): one query for the
+    assignees of the pending tasks in the caller's instances, the rights once per instance."""
+    instances = access.visible_instances(FEATURE_CODE)
+    if not instances:
+        return 0
+    rows = access.session.exec(
+        select(HumanTask.assignee, HumanTask.mandate_id, HumanTask.feature_instance_id)
+        .where(HumanTask.feature_instance_id.in_([i.id for i in instances]),
+               HumanTask.status == task_lifecycle.PENDING)
+    ).all()
+    rights = _Rights(access)
+    return sum(1 for assignee, mandate_id, instance_id in rows
+               if rights.may_complete(assignee, mandate_id, instance_id))
+
+
+def _when(moment: dt.datetime | None) -> str:
+    return f" at {moment:%Y-%m-%d %H:%M} UTC" if moment else ""
+
+
+def finished_message(session: Session, task: HumanTask) -> str:
+    """Why a task that is no longer pending cannot be completed or cancelled again."""
+    who = session.get(User, task.completed_by) if task.completed_by else None
+    by = f" by {who.username}" if who else ""
+    if task.status == task_lifecycle.EXPIRED:
+        return f"task '{task.title}' expired{_when(task.finished_at)}; nothing was changed"
+    return f"task '{task.title}' was already {task.status}{by}{_when(task.finished_at)}; nothing was changed"
+
+
+def _not_pending(session: Session, task: HumanTask) -> Conflict:
+    """The Conflict for a task someone else finished: re-read it to say who and when."""
+    session.refresh(task)
+    return Conflict(finished_message(session, task))
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _typed(field: FormField, value: Any) -> Any:
+    """`value` as the field's type; ValueError with the message otherwise."""
+    kind = field.type
+    if kind == "number":
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                try:
+                    return float(value.strip())
+                except ValueError:
+                    pass
+        raise ValueError(f"must be a number, not {str(value)[:40]!r}")
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ValueError("must be true or false")
+    if kind == "date":
+        text = value.strip() if isinstance(value, str) else ""
+        try:
+            if len(text) != 10:
+                raise ValueError
+            dt.date.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"must be a date YYYY-MM-DD, not {str(value)[:40]!r}") from None
+        return text
+    if kind == "select":
+        options = field.options or []
+        if not isinstance(value, str) or (options and value not in options):
+            raise ValueError(f"must be one of: {', '.join(options)}")
+        return value
+    if kind == "file":
+        if not isinstance(value, str):
+            raise ValueError("must be the path of a file in the instance's file store")
+        return value.strip()
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError("must be text")
+    return str(value)
+
+
+def check_form(fields: Any, data: Any) -> dict[str, Any]:
+    """A form task's answer checked against its fields: required ones present, each value of its
+    field's type (converted: "42" for a number becomes 42); InvalidInput naming every bad field."""
+    if data is not None and not isinstance(data, dict):
+        raise InvalidInput([FieldError("data", "must be an object with the form's fields")])
+    values = dict(data or {})
+    errors: list[FieldError] = []
+    for raw in fields or []:
+        try:
+            field = FormField.model_validate(raw)
+        except ValidationError:
+            continue
+        value = values.get(field.name)
+        if _blank(value):
+            if field.required:
+                errors.append(FieldError(f"data.{field.name}", "required"))
+            continue
+        try:
+            values[field.name] = _typed(field, value)
+        except ValueError as exc:
+            errors.append(FieldError(f"data.{field.name}", str(exc)))
+    if errors:
+        raise InvalidInput(errors)
+    return values
 
 
 def _answer(task: HumanTask, data: Any) -> tuple[Any, tuple[str, ...]]:
@@ -73,27 +228,33 @@ def _answer(task: HumanTask, data: Any) -> tuple[Any, tuple[str, ...]]:
             raise InvalidInput([FieldError("data.approved", "must be true or false")])
         output = {"approved": data["approved"], "comment": data.get("comment")}
         return output, ("approved" if data["approved"] else "rejected",)
-    if data is not None and not isinstance(data, dict):
-        raise InvalidInput([FieldError("data", "must be an object with the form's fields")])
-    missing = [f["name"] for f in task.fields or [] if isinstance(f, dict) and f.get("required")
-               and (data or {}).get(f["name"]) in (None, "")]
-    if missing:
-        raise InvalidInput([FieldError(f"data.{name}", "required") for name in missing])
-    return data or {}, (DEFAULT_HANDLE,)
+    return check_form(task.fields, data), (DEFAULT_HANDLE,)
 
 
 def complete_task(access: AccessContext, task: HumanTask, data: Any) -> WorkflowRun:
     """Record the answer and resume the run at the task's node; returns the run after it ran on
-    (on a run thread, waited for as a started run is: backend/engine/worker.py)."""
+    (on a run thread, waited for as a started run is: backend/engine/worker.py).
+
+    A task somebody else completed (or cancelled) first is a Conflict saying who and when;
+    nothing is applied twice (the task's guarded transition lets only one completion through).
+    """
     session: Session = access.session
     if not may_complete(access, task):
         raise Forbidden("only the task's assignee may complete it")
+    if task.status != task_lifecycle.PENDING:
+        raise Conflict(finished_message(session, task))
     output, handles = _answer(task, data)
     run = session.get(WorkflowRun, task.run_id)
     engine = RunEngine(session, run)
-    if task.status == task_lifecycle.PENDING and not engine.is_waiting_at(task.node_id):
+    if not engine.is_waiting_at(task.node_id):
+        session.refresh(task)
+        if task.status != task_lifecycle.PENDING:
+            raise Conflict(finished_message(session, task))
         raise Conflict(f"run {run.id} is not waiting for task {task.id}")
-    task_lifecycle.complete(session, task, output, access.user.id)
+    try:
+        task_lifecycle.complete(session, task, output, access.user.id)
+    except ConcurrentTransition:
+        raise _not_pending(session, task) from None
     if run.status == run_lifecycle.PAUSED:
         run_lifecycle.resume(session, run)
     engine.resume_node(task.node_id, output, handles)
@@ -103,14 +264,23 @@ def complete_task(access: AccessContext, task: HumanTask, data: Any) -> Workflow
     return run
 
 
-def cancel_task(access: AccessContext, task: HumanTask) -> WorkflowRun:
-    """Withdraw the task; its run is cancelled (DESIGN §4, input.*)."""
+def cancel_task(access: AccessContext, task: HumanTask, reason: str | None = None) -> WorkflowRun:
+    """Withdraw the task; its run is cancelled (DESIGN §4, input.*). The reason, if given, is kept
+    in the task's data ({"cancelReason": …}) and in the run's cancel message with who cancelled."""
     session = access.session
     if access.data_level(TASK_TABLE, "update", task.mandate_id, task.feature_instance_id) == Level.NONE:
         raise Forbidden("your roles allow no update on human_task in this instance")
-    task_lifecycle.cancel(session, task, access.user.id)
+    reason = (reason or "").strip() or None
+    if reason and len(reason) > REASON_MAX:
+        raise InvalidInput([FieldError("reason", f"must be at most {REASON_MAX} characters")])
+    if task.status != task_lifecycle.PENDING:
+        raise Conflict(finished_message(session, task))
+    try:
+        task_lifecycle.cancel(session, task, access.user.id, reason)
+    except ConcurrentTransition:
+        raise _not_pending(session, task) from None
     run = session.get(WorkflowRun, task.run_id)
     if run.status in (run_lifecycle.RUNNING, run_lifecycle.PAUSED):
-        run_lifecycle.cancel(session, run, f"task '{task.title}' was cancelled by {access.user.username}",
-                             by=access.user.id)
+        message = f"task '{task.title}' was cancelled by {access.user.username}"
+        run_lifecycle.cancel(session, run, f"{message}: {reason}" if reason else message, by=access.user.id)
     return run

@@ -33,9 +33,12 @@ def complete(session: Session, task: HumanTask, data: Any, user_id: str | None) 
     )
 
 
-def cancel(session: Session, task: HumanTask, user_id: str | None) -> HumanTask:
-    """Withdraw the task."""
-    return MACHINE.apply(session, task, "cancel", completed_by=user_id, finished_at=utcnow())
+def cancel(session: Session, task: HumanTask, user_id: str | None, reason: str | None = None) -> HumanTask:
+    """Withdraw the task; a given reason is kept in its data as {"cancelReason": …}."""
+    changes: dict[str, Any] = {"completed_by": user_id, "finished_at": utcnow()}
+    if reason:
+        changes["data"] = {"cancelReason": reason}
+    return MACHINE.apply(session, task, "cancel", **changes)
 
 
 def expire(session: Session, task: HumanTask) -> HumanTask:

@@ -6,10 +6,14 @@ import reflex as rx
 
 from state.forms import FormFieldRow, FormPageState
 
+FILE_PLACEHOLDER = "Path of a file in the instance's file store, e.g. /uploads/offer.pdf"
 
-def _control(field: FormFieldRow) -> rx.Component:
+
+def _control(field: FormFieldRow, control_id: str | None) -> rx.Component:
     """The input for one field, by its type (the values reach the backend as text)."""
     common = {"name": field["name"], "required": False}  # required is checked server-side (422)
+    if control_id is not None:
+        common["id"] = control_id
     return rx.match(
         field["type"],
         ("number", rx.input(type="number", step="any", default_value=field["default"], width="100%", **common)),
@@ -22,22 +26,29 @@ def _control(field: FormFieldRow) -> rx.Component:
             rx.foreach(field["options"], lambda option: rx.el.option(option, value=option)),
             default_value=field["default"], style={"width": "100%", "padding": "0.4em"}, **common,
         )),
+        # Only human form tasks have file fields (the public form leaves them out).
+        ("file", rx.input(type="text", default_value=field["default"], width="100%", placeholder=FILE_PLACEHOLDER,
+                          **common)),
         rx.input(type="text", default_value=field["default"], width="100%", **common),
     )
 
 
-def _field(field: FormFieldRow) -> rx.Component:
+def form_field(field: FormFieldRow, id_prefix: str = "") -> rx.Component:
+    """One labelled field with its inline error; shared by the public form and the Inbox's form
+    tasks. With `id_prefix` the input gets the id `<prefix>field-<name>`, the error `<prefix>error-<name>`."""
+    control_id = f"{id_prefix}field-{field['name']}" if id_prefix else None
+    error_attrs = {"id": f"{id_prefix}error-{field['name']}"} if id_prefix else {}
     return rx.vstack(
         rx.hstack(
             rx.text(field["label"], size="2", weight="medium"),
             rx.cond(field["required"], rx.text("*", color_scheme="red", size="2", title="required")),
             spacing="1",
         ),
-        _control(field),
+        _control(field, control_id),
         rx.cond(
             field["error"] != "",
             rx.text(field["error"], size="1", color_scheme="red", class_name="field-error",
-                    custom_attrs={"data-field": field["name"]}),
+                    custom_attrs={"data-field": field["name"]}, **error_attrs),
         ),
         spacing="1",
         width="100%",
@@ -53,7 +64,7 @@ def _form() -> rx.Component:
             rx.cond(FormPageState.form_description != "",
                     rx.text(FormPageState.form_description, color_scheme="gray", id="form-description",
                             white_space="pre-wrap")),
-            rx.foreach(FormPageState.fields, _field),
+            rx.foreach(FormPageState.fields, lambda field: form_field(field)),
             rx.cond(FormPageState.form_error != "",
                     rx.callout(FormPageState.form_error, icon="triangle-alert", color_scheme="red",
                                id="form-error", width="100%")),

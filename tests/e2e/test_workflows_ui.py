@@ -87,12 +87,14 @@ def test_sign_in_create_rename_delete_and_sign_out(page: Page):
     expect(page).to_have_url(re.compile(r"/login$"))
 
 
-def test_pages_without_their_capability_say_so(page: Page):
+def test_every_navigation_entry_opens_its_page(page: Page):
     sign_in(page, "admin", ADMIN_PASSWORD)
     expect(page).to_have_url(re.compile(r"/workflows$"))
-    page.goto("/")
-    expect(page).to_have_url(re.compile(r"/workflows$"))
-    for nav, heading in (("monitor", "The monitoring page is not built yet"),
-                         ("inbox", "The inbox page is not built yet")):
+    pages = (("monitor", "Monitor", "#monitor-range"), ("inbox", "Inbox", "#tab-pending"),
+             ("workspace", "Workspace", "#chat-input"), ("workflows", "Workflows", "#workflow-table"))
+    for nav, title, content in pages:
         page.locator(f"#nav-{nav}").click()
-        expect(page.locator("#empty-state")).to_contain_text(heading)
+        expect(page.locator("#page-title")).to_have_text(title)
+        expect(page.locator(content)).to_be_visible()
+    page.locator("#nav-editor").click()  # the workflow changed last, else the Workflows page
+    expect(page).to_have_url(re.compile(r"/(editor/\w+|workflows)$"))

@@ -1,0 +1,73 @@
+"""The monitoring dashboard's REST routes (issue 10): runs across workflows, and the overview.
+
+Any signed-in user may call them; the service (backend/monitoring) answers only with what their
+roles let them read, and a filter naming a foreign or unknown instance or workflow is 404.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from backend.api.deps import CurrentUser, DbSession
+from backend.api.permissions import permission
+from backend.api.schemas import (
+    MonitorCostsOut,
+    MonitorDayOut,
+    MonitorOverview,
+    MonitorRunOut,
+    MonitorRunPage,
+    MonitorUpcomingOut,
+)
+from backend.monitoring import service
+from backend.rbac.access import AccessContext
+
+router = APIRouter(prefix="/api/monitor", tags=["monitor"])
+
+InstanceId = Annotated[str | None, Query(alias="instanceId", description="only this Graphical Editor instance")]
+WorkflowId = Annotated[str | None, Query(alias="workflowId", description="only this workflow")]
+Status = Annotated[str | None, Query(description=f"one of {', '.join(service.STATUSES)}")]
+Since = Annotated[datetime | None, Query(description="runs started at or after this time (ISO 8601)")]
+Until = Annotated[datetime | None, Query(description="runs started before this time (ISO 8601)")]
+
+
+def _filter(instance_id: str | None, workflow_id: str | None, status: str | None,
+            since: datetime | None, until: datetime | None) -> service.MonitorFilter:
+    return service.MonitorFilter(instance_id=instance_id, workflow_id=workflow_id, status=status or None,
+                                 since=since, until=until)
+
+
+def _run(row: service.RunRow) -> MonitorRunOut:
+    return MonitorRunOut.model_validate(asdict(row))
+
+
+@router.get("/runs", response_model=MonitorRunPage, **permission("authenticated"))
+def monitor_runs(user: CurrentUser, session: DbSession, instance_id: InstanceId = None, workflow_id: WorkflowId = None,
+                 status: Status = None, since: Since = None, until: Until = None,
+                 limit: Annotated[int, Query(description=f"at most {service.MAX_LIMIT}")] = 50,
+                 before: Annotated[str | None, Query(description="nextBefore of the previous page, or an ISO time")]
+                 = None) -> MonitorRunPage:
+    """Runs of every workflow the caller may read, newest first, one page at a time."""
+    page = service.list_runs(AccessContext(session, user), _filter(instance_id, workflow_id, status, since, until),
+                             limit, before)
+    return MonitorRunPage(items=[_run(r) for r in page.rows], next_before=page.next_before)
+
+
+@router.get("/overview", response_model=MonitorOverview, **permission("authenticated"))
+def monitor_overview(user: CurrentUser, session: DbSession, instance_id: InstanceId = None,
+                     workflow_id: WorkflowId = None, status: Status = None, since: Since = None, until: Until = None,
+                     days: Annotated[int, Query(description=f"the window of daily figures and costs, 1 to "
+                                                            f"{service.MAX_DAYS} days")] = 14) -> MonitorOverview:
+    """Live runs, upcoming scheduled runs, runs per day, AI costs and the latest failures."""
+    result = service.overview(AccessContext(session, user), _filter(instance_id, workflow_id, status, since, until),
+                              days)
+    return MonitorOverview(
+        live=[_run(r) for r in result.live],
+        upcoming=[MonitorUpcomingOut.model_validate(asdict(r)) for r in result.upcoming],
+        daily=[MonitorDayOut.model_validate(asdict(r)) for r in result.daily],
+        costs=MonitorCostsOut.model_validate(asdict(result.costs)),
+        recent_failures=[_run(r) for r in result.recent_failures],
+    )

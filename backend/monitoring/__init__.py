@@ -1,0 +1,27 @@
+"""The monitoring dashboard's backend (issue 10): runs, live runs, schedules, daily figures, AI costs."""
+
+from backend.monitoring.service import (
+    CostReport,
+    CostRow,
+    DayRow,
+    MonitorFilter,
+    Overview,
+    RunPage,
+    RunRow,
+    UpcomingRow,
+    costs,
+    daily,
+    instance_options,
+    list_runs,
+    live_runs,
+    overview,
+    recent_failures,
+    upcoming,
+    workflow_options,
+)
+
+__all__ = [
+    "CostReport", "CostRow", "DayRow", "MonitorFilter", "Overview", "RunPage", "RunRow", "UpcomingRow", "costs",
+    "daily", "instance_options", "list_runs", "live_runs", "overview", "recent_failures", "upcoming",
+    "workflow_options",
+]

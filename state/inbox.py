@@ -1,0 +1,342 @@
+"""State of the Inbox (/inbox, spec §7.3): the approvals and forms workflows ask of the signed-in
+user, their history, and the pending count of the navigation badge.
+
+Thin: every read and change goes through backend.engine.tasks (list_visible_tasks, complete_task,
+cancel_task, pending_count), the functions the REST routes /api/tasks use, which apply the rights;
+the flags here only decide what the page offers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import reflex as rx
+from sqlmodel import Session, select
+
+from backend.db.models import FeatureInstance, HumanTask, User, Workflow, WorkflowRun
+from backend.engine import tasks
+from backend.errors import DomainError, FieldError, InvalidInput
+from backend.rbac.access import AccessContext
+from backend.rbac.rights import Level
+from backend.statemachines import ConcurrentTransition, IllegalTransition
+from state.auth import AuthState, NotSignedIn
+from state.forms import FormFieldRow, field_row
+from state.page import PageMixin, user_message
+from state.permissions import requires
+
+HISTORY_LIMIT = 200
+CHECK_FIELDS = "Please correct the marked fields."
+FILE_HINT = "The path of a file in the instance's file store, e.g. /uploads/offer.pdf"
+
+
+class TaskRow(TypedDict):
+    id: str
+    title: str
+    kind: str
+    message: str
+    workflow_id: str
+    workflow_name: str
+    instance: str
+    run_id: str
+    run_link: str
+    created: str
+    due: str
+    assignee: str
+    may_complete: bool
+    may_cancel: bool
+    status: str
+    outcome: str
+    by: str
+    finished: str
+    reason: str
+
+
+def _time(moment) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else ""
+
+
+def assignee_text(assignee: Any, usernames: dict[str, str]) -> str:
+    """Who the task is for, as the list shows it."""
+    assignee = assignee if isinstance(assignee, dict) else {}
+    if assignee.get("user"):
+        return usernames.get(assignee["user"], assignee["user"])
+    if assignee.get("role"):
+        return f"role {assignee['role']}"
+    return "anyone who may update tasks"
+
+
+def outcome_text(kind: str, status: str, data: Any) -> str:
+    """What came of a finished task: Approved / Rejected / Submitted / Cancelled / Expired."""
+    if status == "completed":
+        if kind == "approval":
+            return "Approved" if isinstance(data, dict) and data.get("approved") else "Rejected"
+        return "Submitted"
+    return status.capitalize()
+
+
+def task_row(task: HumanTask, may_complete: bool, may_cancel: bool, workflow: Workflow | None,
+             instance_label: str, usernames: dict[str, str]) -> TaskRow:
+    """One task as the page shows it (list row, panel and history row)."""
+    data = task.data if isinstance(task.data, dict) else {}
+    workflow_id = workflow.id if workflow else ""
+    return TaskRow(
+        id=task.id, title=task.title or "(untitled task)", kind=task.kind, message=task.message or "",
+        workflow_id=workflow_id, workflow_name=workflow.name if workflow else "", instance=instance_label,
+        run_id=task.run_id, run_link=f"/editor/{workflow_id}?run={task.run_id}",
+        created=_time(task.sys_created_at), due=_time(task.due_at),
+        assignee=assignee_text(task.assignee, usernames), may_complete=may_complete,
+        may_cancel=may_cancel and task.status == "pending", status=task.status,
+        outcome=outcome_text(task.kind, task.status, data),
+        by=usernames.get(task.completed_by or "", task.completed_by or ""), finished=_time(task.finished_at),
+        reason=str(data.get("cancelReason") or "") if task.status == "cancelled" else "",
+    )
+
+
+def form_rows(fields: Any) -> list[FormFieldRow]:
+    """A form task's fields as the shared form renderer takes them (file: a path text field)."""
+    return [field_row(f) for f in fields or [] if isinstance(f, dict) and f.get("name")]
+
+
+def form_values(fields: list[FormFieldRow], form_data: dict[str, Any]) -> dict[str, Any]:
+    """The submitted browser form as the task's answer: booleans from the checkbox (absent when
+    unchecked), blank optional fields left out; the backend checks and converts the rest."""
+    values: dict[str, Any] = {}
+    for field in fields:
+        name = field["name"]
+        if field["type"] == "boolean":
+            values[name] = str(form_data.get(name, "")).lower() in ("on", "true", "1", "yes")
+            continue
+        value = form_data.get(name)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        values[name] = value
+    return values
+
+
+def field_errors(errors: list[FieldError], names: set[str]) -> tuple[dict[str, str], list[str]]:
+    """The backend's FieldErrors (`data.<name>`) by form field, and the messages of the others."""
+    by_field: dict[str, str] = {}
+    others: list[str] = []
+    for error in errors:
+        name = error.field.removeprefix("data.")
+        if name in names:
+            by_field.setdefault(name, error.message)
+        else:
+            others.append(f"{error.field}: {error.message}")
+    return by_field, others
+
+
+def _rows(session: Session, access: AccessContext, pairs: list[tuple[HumanTask, bool]]) -> list[TaskRow]:
+    """Rows for (task, may_complete) pairs: workflow, instance and user names read in bulk."""
+    if not pairs:
+        return []
+    run_ids = {t.run_id for t, _ in pairs}
+    runs = {r.id: r for r in session.exec(select(WorkflowRun).where(WorkflowRun.id.in_(run_ids))).all()}
+    workflow_ids = {r.workflow_id for r in runs.values()}
+    workflows = {w.id: w for w in session.exec(select(Workflow).where(Workflow.id.in_(workflow_ids))).all()}
+    instance_ids = {t.feature_instance_id for t, _ in pairs}
+    labels = {i.id: i.label for i in
+              session.exec(select(FeatureInstance).where(FeatureInstance.id.in_(instance_ids))).all()}
+    user_ids = {t.completed_by for t, _ in pairs if t.completed_by}
+    user_ids |= {t.assignee["user"] for t, _ in pairs if isinstance(t.assignee, dict) and t.assignee.get("user")}
+    usernames = {u.id: u.username for u in session.exec(select(User).where(User.id.in_(user_ids))).all()} \
+        if user_ids else {}
+    cancel: dict[str, bool] = {}
+    rows = []
+    for task, may in pairs:
+        key = task.feature_instance_id
+        if key not in cancel:
+            cancel[key] = access.data_level(tasks.TASK_TABLE, "update", task.mandate_id, key) != Level.NONE
+        run = runs.get(task.run_id)
+        rows.append(task_row(task, may, cancel[key], workflows.get(run.workflow_id) if run else None,
+                             labels.get(key, ""), usernames))
+    return rows
+
+
+class InboxCountState(AuthState):
+    """The pending count of the Inbox badge in the navigation, refreshed every few seconds."""
+
+    pending: int = 0
+
+    @rx.event
+    @requires("DATA", tasks.TASK_TABLE)
+    def refresh(self, _tick: str = ""):
+        """The number of pending tasks the user may complete (0 when signed out)."""
+        try:
+            with self._user_session() as (session, user):
+                self.pending = tasks.pending_count(AccessContext(session, user))
+        except NotSignedIn:
+            self.pending = 0
+
+
+class InboxState(PageMixin, AuthState):
+    """What /inbox shows: the pending tasks, the open task's panel, the history."""
+
+    tab: str = "pending"
+    pending_tasks: list[TaskRow] = []
+    history: list[TaskRow] = []
+    selected_id: str = ""
+    comment: str = ""
+    form_fields: list[FormFieldRow] = []
+    cancel_open: bool = False
+    cancel_reason: str = ""
+
+    def _refresh(self) -> None:
+        with self._user_session() as (session, user):
+            self._load_navigation(session, user)
+            access = AccessContext(session, user)
+            visible = tasks.list_visible_tasks(access)
+            pending = [(t, may) for t, may in visible if t.status == "pending"]
+            finished = [(t, may) for t, may in visible if t.status != "pending"]
+            finished.sort(key=lambda pair: pair[0].finished_at or pair[0].sys_created_at, reverse=True)
+            self.pending_tasks = _rows(session, access, pending)
+            self.history = _rows(session, access, finished[:HISTORY_LIMIT])
+        if self.selected_id not in {t["id"] for t in self.pending_tasks}:
+            self._close()
+        self.loaded = True
+
+    def _close(self) -> None:
+        self.selected_id = ""
+        self.comment = ""
+        self.form_fields = []
+        self.cancel_open = False
+        self.cancel_reason = ""
+
+    @rx.var
+    def selected(self) -> TaskRow:
+        """The open task (an empty row when none is open)."""
+        for row in self.pending_tasks:
+            if row["id"] == self.selected_id:
+                return row
+        return TaskRow(id="", title="", kind="", message="", workflow_id="", workflow_name="", instance="",
+                       run_id="", run_link="", created="", due="", assignee="", may_complete=False,
+                       may_cancel=False, status="", outcome="", by="", finished="", reason="")
+
+    def _reload_all(self):
+        """Reload the lists and the badge; the event to return."""
+        event = self._reload()
+        return event or InboxCountState.refresh("")
+
+    @rx.event
+    @requires("DATA", tasks.TASK_TABLE)
+    def load(self):
+        """on_load of /inbox: check the sign-in and list the tasks."""
+        self.error = ""
+        self.notice = ""
+        return self._reload_all()
+
+    @rx.event
+    @requires("ui")
+    def set_tab(self, value: str):
+        self.tab = value
+
+    @rx.event
+    @requires("DATA", tasks.TASK_TABLE)
+    def open_task(self, task_id: str):
+        """A row was clicked: show its panel (a form's fields read from the task)."""
+        self.error = ""
+        self.notice = ""
+        self._close()
+        try:
+            with self._user_session() as (session, user):
+                task = tasks.get_task(AccessContext(session, user), task_id)
+                fields = form_rows(task.fields) if task.kind == "form" else []
+        except NotSignedIn:
+            return self._signed_out()
+        except DomainError as exc:
+            self.error = user_message(exc)
+            return self._reload_all()
+        self.selected_id = task_id
+        self.form_fields = fields
+        return None
+
+    @rx.event
+    @requires("ui")
+    def close_task(self):
+        self._close()
+
+    @rx.event
+    @requires("ui")
+    def set_comment(self, value: str):
+        self.comment = value
+
+    def _complete(self, data: Any, done: str):
+        self.error = ""
+        self.notice = ""
+        task_id = self.selected_id
+        if not task_id:
+            return None
+        try:
+            with self._user_session() as (session, user):
+                access = AccessContext(session, user)
+                run = tasks.complete_task(access, tasks.get_task(access, task_id), data)
+                status = run.status
+        except NotSignedIn:
+            return self._signed_out()
+        except InvalidInput as exc:
+            by_field, others = field_errors(exc.errors, {f["name"] for f in self.form_fields})
+            self.form_fields = [{**f, "error": by_field.get(f["name"], "")} for f in self.form_fields]
+            self.error = "; ".join(others) if others else CHECK_FIELDS
+            return None
+        except (DomainError, ConcurrentTransition, IllegalTransition) as exc:
+            # Someone else was faster (or the run ended): say so and show the lists as they are now.
+            self.error = user_message(exc)
+            self._close()
+            return self._reload_all()
+        self._close()
+        self.notice = f"{done} — the run continued" + ("." if status == "running" else f" (now {status}).")
+        return self._reload_all()
+
+    @rx.event
+    @requires("DATA", tasks.TASK_TABLE)
+    def approve(self):
+        """Approve the open approval task (with the comment, if any)."""
+        return self._complete({"approved": True, "comment": self.comment.strip() or None}, "Approved")
+
+    @rx.event
+    @requires("DATA", tasks.TASK_TABLE)
+    def reject(self):
+        """Reject the open approval task (with the comment, if any)."""
+        return self._complete({"approved": False, "comment": self.comment.strip() or None}, "Rejected")
+
+    @rx.event
+    @requires("DATA", tasks.TASK_TABLE)
+    def submit_form(self, form_data: dict):
+        """Submit the open form task; the backend's field errors appear next to the fields."""
+        self.form_fields = [{**f, "error": ""} for f in self.form_fields]
+        return self._complete(form_values(self.form_fields, form_data or {}), "Submitted")
+
+    @rx.event
+    @requires("ui")
+    def open_cancel(self):
+        self.cancel_open = True
+        self.cancel_reason = ""
+
+    @rx.event
+    @requires("ui")
+    def set_cancel_open(self, value: bool):
+        self.cancel_open = bool(value)
+
+    @rx.event
+    @requires("ui")
+    def set_cancel_reason(self, value: str):
+        self.cancel_reason = value
+
+    @rx.event
+    @requires("DATA", tasks.TASK_TABLE)
+    def confirm_cancel(self):
+        """Cancel the open task with the reason typed in the dialog; its run is cancelled."""
+        task_id = self.selected_id
+        reason = self.cancel_reason.strip() or None
+
+        def cancel(session, user):
+            access = AccessContext(session, user)
+            tasks.cancel_task(access, tasks.get_task(access, task_id), reason)
+
+        ok, event = self._attempt(cancel, "Cancelled the task — its run was cancelled.")
+        self.cancel_open = False
+        if ok:
+            self._close()
+        else:
+            event = self._reload_all()
+        return event or InboxCountState.refresh("")
