@@ -310,7 +310,7 @@ def history_row(row: HistoryRow) -> rx.Component:
         rx.table.cell(rx.text(row["started"], white_space="nowrap")),
         rx.table.cell(row["duration"], class_name="history-duration"),
         rx.table.cell(row["cost"], text_align="right"),
-        class_name="history-row",
+        class_name="history-row", custom_attrs={"data-run-id": row["id"]},
     )
 
 

@@ -82,7 +82,10 @@ def test_approving_a_task_lets_the_run_complete(page: Page, running_app: Running
     expect(page).to_have_url(re.compile(r"/workflows$"))
     badge = page.locator("#inbox-count")
     expect(badge).to_be_visible(timeout=30_000)
-    assert int(badge.inner_text()) >= 1
+    before = int(badge.inner_text())
+    assert before >= 1
+    _other_workflow, other_run, _other_task = start_paused(running_app, approval_graph(f"{title} (2)"), "Inbox live")
+    expect(badge).to_have_text(str(before + 1), timeout=20_000)  # a new task shows without reloading the page
     page.locator("#nav-inbox").click()
     expect(page).to_have_url(re.compile(r"/inbox$"))
     expect(row(page, task_id)).to_contain_text(title, timeout=60_000)  # the first visit compiles the page
@@ -100,6 +103,13 @@ def test_approving_a_task_lets_the_run_complete(page: Page, running_app: Running
     history = page.locator(f'#task-history .history-task-row[data-task-id="{task_id}"]')
     expect(history).to_contain_text("Approved")
     expect(history).to_contain_text("admin")
+
+    page.locator("#nav-monitor").click()  # the monitor shows the run completed, with its duration
+    finished = page.locator(f'#run-history .history-row[data-run-id="{run_id}"]')
+    expect(finished).to_contain_text("completed", timeout=60_000)
+    expect(finished.locator(".history-duration")).to_have_text(re.compile(r"\d"))
+    headers, _instance = api(running_app)
+    httpx.post(f"{running_app.api_url}/api/graphicalEditor/{_instance}/runs/{other_run}/cancel", headers=headers)
 
 
 def test_a_form_task_shows_the_inline_error_then_completes(page: Page, running_app: RunningApp):
@@ -165,3 +175,6 @@ def test_a_viewer_sees_the_task_read_only(page: Page, running_app: RunningApp):
     expect(page.locator("#task-approve")).to_have_count(0)
     expect(page.locator("#task-cancel")).to_have_count(0)
     assert run_status(running_app, run_id)["status"] == "paused"
+    page.locator("#nav-monitor").click()  # a viewer sees the monitor, with the waiting run
+    expect(page.locator(f'#run-history .history-row[data-run-id="{run_id}"]')).to_contain_text("paused",
+                                                                                               timeout=60_000)
