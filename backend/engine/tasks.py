@@ -23,13 +23,13 @@ from backend.rbac.rights import Level
 from backend.statemachines import ConcurrentTransition
 from backend.statemachines import human_task as task_lifecycle
 from backend.statemachines import workflow_run as run_lifecycle
+from backend.workflows import form_values
 from backend.workflows.node_types import DEFAULT_HANDLE, FormField
 
 FEATURE_CODE = "graphicalEditor"
 TASK_TABLE = f"data.feature.{FEATURE_CODE}.human_task"
 STATUSES = (task_lifecycle.PENDING, task_lifecycle.COMPLETED, task_lifecycle.CANCELLED, task_lifecycle.EXPIRED)
 REASON_MAX = 1000
-_TRUE, _FALSE = {"true", "on", "yes", "1"}, {"false", "off", "no", "0"}
 
 
 def may_complete(access: AccessContext, task: HumanTask) -> bool:
@@ -147,54 +147,6 @@ def _not_pending(session: Session, task: HumanTask) -> Conflict:
     return Conflict(finished_message(session, task))
 
 
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
-def _typed(field: FormField, value: Any) -> Any:
-    """`value` as the field's type; ValueError with the message otherwise."""
-    kind = field.type
-    if kind == "number":
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            try:
-                return int(value.strip())
-            except ValueError:
-                try:
-                    return float(value.strip())
-                except ValueError:
-                    pass
-        raise ValueError(f"must be a number, not {str(value)[:40]!r}")
-    if kind == "boolean":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-        raise ValueError("must be true or false")
-    if kind == "date":
-        text = value.strip() if isinstance(value, str) else ""
-        try:
-            if len(text) != 10:
-                raise ValueError
-            dt.date.fromisoformat(text)
-        except ValueError:
-            raise ValueError(f"must be a date YYYY-MM-DD, not {str(value)[:40]!r}") from None
-        return text
-    if kind == "select":
-        options = field.options or []
-        if not isinstance(value, str) or (options and value not in options):
-            raise ValueError(f"must be one of: {', '.join(options)}")
-        return value
-    if kind == "file":
-        if not isinstance(value, str):
-            raise ValueError("must be the path of a file in the instance's file store")
-        return value.strip()
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ValueError("must be text")
-    return str(value)
-
-
 def check_form(fields: Any, data: Any) -> dict[str, Any]:
     """A form task's answer checked against its fields: required ones present, each value of its
     field's type (converted: "42" for a number becomes 42); InvalidInput naming every bad field."""
@@ -208,12 +160,12 @@ def check_form(fields: Any, data: Any) -> dict[str, Any]:
         except ValidationError:
             continue
         value = values.get(field.name)
-        if _blank(value):
+        if form_values.is_blank(value):
             if field.required:
                 errors.append(FieldError(f"data.{field.name}", "required"))
             continue
         try:
-            values[field.name] = _typed(field, value)
+            values[field.name] = form_values.convert(field, value, files=True)
         except ValueError as exc:
             errors.append(FieldError(f"data.{field.name}", str(exc)))
     if errors:

@@ -15,7 +15,6 @@ version, as the creator, committed before it is handed to the run worker, back-p
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from pydantic import ValidationError
@@ -24,11 +23,10 @@ from sqlmodel import Session
 from backend.db.engine import write_gate
 from backend.errors import FieldError, InvalidInput, NotFound
 from backend.triggers import launch
+from backend.workflows import form_values
 from backend.workflows.node_types import FormField, FormTriggerParams
 
 NODE_TYPE = "trigger.form"
-_TRUE = {"true", "on", "yes", "1"}
-_FALSE = {"false", "off", "no", "0"}
 
 
 def find_form(session: Session, workflow_id: str) -> tuple[launch.Target, list[FormField]]:
@@ -49,52 +47,6 @@ def definition(session: Session, workflow_id: str) -> dict[str, Any]:
             "fields": [f.model_dump(mode="json") for f in fields]}
 
 
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
-def _convert(field: FormField, value: Any) -> Any:
-    """`value` as the field's type; ValueError with the message otherwise."""
-    kind = field.type
-    if kind == "number":
-        if isinstance(value, bool):
-            raise ValueError("must be a number")
-        if isinstance(value, int | float):
-            return value
-        if isinstance(value, str):
-            text = value.strip()
-            try:
-                return int(text)
-            except ValueError:
-                try:
-                    return float(text)
-                except ValueError:
-                    raise ValueError(f"must be a number, not {text[:40]!r}") from None
-        raise ValueError("must be a number")
-    if kind == "boolean":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-        raise ValueError("must be true or false")
-    if kind == "date":
-        if not isinstance(value, str):
-            raise ValueError("must be an ISO 8601 date")
-        try:
-            (dt.date if len(value.strip()) == 10 else dt.datetime).fromisoformat(value.strip())
-        except ValueError:
-            raise ValueError(f"must be an ISO 8601 date (YYYY-MM-DD), not {value[:40]!r}") from None
-        return value.strip()
-    if kind == "file":
-        raise ValueError("files cannot be submitted on the public form")
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ValueError("must be text")
-    text = str(value)
-    if kind == "select" and field.options and text not in field.options:
-        raise ValueError(f"must be one of {', '.join(field.options)}")
-    return text
-
-
 def validate(fields: list[FormField], values: Any) -> dict[str, Any]:
     """The submitted values checked and converted; InvalidInput naming every bad field."""
     if not isinstance(values, dict):
@@ -104,13 +56,13 @@ def validate(fields: list[FormField], values: Any) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for field in fields:
         value = values.get(field.name)
-        if _blank(value):
+        if form_values.is_blank(value):
             if field.required:
                 errors.append(FieldError(field.name, f"{field.label or field.name} is required"))
             data[field.name] = field.default
             continue
         try:
-            data[field.name] = _convert(field, value)
+            data[field.name] = form_values.convert(field, value, files=False)
         except ValueError as exc:
             errors.append(FieldError(field.name, str(exc)))
     if errors:
