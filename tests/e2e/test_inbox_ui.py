@@ -152,7 +152,7 @@ def test_cancelling_with_a_reason_cancels_the_run_and_the_history_shows_it(page:
 
 def test_a_viewer_sees_the_task_read_only(page: Page, running_app: RunningApp):
     title = f"Not for viewers {uuid.uuid4().hex[:6]}"
-    _workflow_id, run_id, task_id = start_paused(running_app, approval_graph(title), "Inbox viewer")
+    workflow_id, run_id, task_id = start_paused(running_app, approval_graph(title), "Inbox viewer")
     username, password = f"viewer{uuid.uuid4().hex[:6]}", "viewer-pass-1"
     engine = make_engine(f"sqlite:///{running_app.log.parent / 'e2e.db'}")
     try:
@@ -178,3 +178,9 @@ def test_a_viewer_sees_the_task_read_only(page: Page, running_app: RunningApp):
     page.locator("#nav-monitor").click()  # a viewer sees the monitor, with the waiting run
     expect(page.locator(f'#run-history .history-row[data-run-id="{run_id}"]')).to_contain_text("paused",
                                                                                                timeout=60_000)
+    page.goto(f"/editor/{workflow_id}")  # and the workflow in the editor, read only
+    expect(page.locator("#save-status")).to_have_attribute("data-state", "readonly", timeout=60_000)
+    expect(page.locator(".poweron-node")).to_have_count(3)
+    expect(page.locator("#test-run")).to_have_count(0)
+    expect(page.locator("#palette-search")).to_be_visible()
+    expect(page.get_by_text("Read only: nodes cannot be added here.")).to_be_visible()
