@@ -281,15 +281,26 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         except graph_edit.GraphEditError as exc:
             self.error = f"{what}: {exc}"
             return
+        undo, redo = self._undo, self._redo
         self._undo = [*self._undo[-(UNDO_LIMIT - 1):], before]
         self._redo = []
         self._graph = after
-        self._save()
+        if not self._save():
+            # Refused as invalid (e.g. a schedule it could never run): the change is taken back,
+            # the page shows why, and the draft stays as it was.
+            self._graph, self._undo, self._redo = before, undo, redo
+            self.form_revision += 1
+            self.save_status = "saved"
+            self.can_undo, self.can_redo = bool(self._undo), bool(self._redo)
+            self._publish()
 
-    def _save(self) -> None:
+    def _save(self) -> bool:
+        """Save the graph as the draft; False when the backend refused it as invalid (then
+        `self.error` says why). A draft changed elsewhere or a lost sign-in keep this tab's graph."""
         self.error = ""
         self.save_status = "saving"
         base = service.DraftBase(self._base_version_id, self._base_lock_version) if self._base_version_id else None
+        accepted = True
         try:
             with self._user_session() as (session, user):
                 iface, workflow = editor_interface(session, user, self.workflow_id)
@@ -301,11 +312,13 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         except Conflict as exc:
             self.save_status, self.save_message = "conflict", user_message(exc)
         except DomainError as exc:
-            self.save_status, self.save_message = "conflict", user_message(exc)
+            self.error = f"Not saved: {user_message(exc)}"
+            accepted = False
         else:
             self.save_status, self.save_message = "saved", ""
         self.can_undo, self.can_redo = bool(self._undo), bool(self._redo)
         self._publish()
+        return accepted
 
     @rx.event
     @requires("DATA", WORKFLOW_DATA)

@@ -326,3 +326,20 @@ def test_ai_chat_changes_the_canvas_and_a_failed_run_is_debugged(page: Page, run
     page.locator("#retry-failed").click()
     expect(node(page, "divide")).to_have_attribute("data-status", "completed")  # from the failed node on
     expect(node(page, "start")).to_have_attribute("data-status", "completed")
+
+
+def test_a_change_the_server_refuses_is_taken_back(page: Page, running_app: RunningApp):
+    graph = {"nodes": [{"id": "sched", "type": "trigger.schedule", "parameters": {"cron": "0 7 * * *"},
+                        "position": {"x": 0, "y": 0}}], "edges": []}
+    workflow_id, _name = new_workflow(running_app, "Refused", graph)
+    open_editor(page, workflow_id)
+    select(page, "sched")
+    set_field(page, "cron", "every morning")
+    expect(page.locator("#editor-error")).to_contain_text("Not saved")
+    expect(page.locator("#editor-error")).to_contain_text("cron")
+    expect(page.locator("#param-cron")).to_have_value("0 7 * * *")  # the refused value is taken back
+    expect(saved(page)).to_have_attribute("data-state", "saved")
+    headers, instance = api(running_app)
+    stored = httpx.get(f"{running_app.api_url}/api/graphicalEditor/{instance}/workflows/{workflow_id}",
+                       headers=headers).json()["graph"]
+    assert stored["nodes"][0]["parameters"]["cron"] == "0 7 * * *"
