@@ -8,6 +8,7 @@ the flags here only decide what the page offers.
 
 from __future__ import annotations
 
+import json
 from typing import Any, TypedDict
 
 import reflex as rx
@@ -16,6 +17,7 @@ from sqlmodel import Session, select
 from backend.db.models import FeatureInstance, HumanTask, User, Workflow, WorkflowRun
 from backend.engine import tasks
 from backend.errors import DomainError, FieldError, InvalidInput
+from backend.files import service as files
 from backend.rbac.access import AccessContext
 from backend.rbac.rights import Level
 from backend.statemachines import ConcurrentTransition, IllegalTransition
@@ -180,6 +182,12 @@ class InboxState(PageMixin, AuthState):
     form_fields: list[FormFieldRow] = []
     cancel_open: bool = False
     cancel_reason: str = ""
+    upload_target: str = ""
+
+    @rx.var
+    def file_fields(self) -> list[str]:
+        """The open form's file fields: a file uploaded here goes into the first (or the chosen) one."""
+        return [f["name"] for f in self.form_fields if f["type"] == "file"]
 
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
@@ -248,6 +256,7 @@ class InboxState(PageMixin, AuthState):
             return self._reload_all()
         self.selected_id = task_id
         self.form_fields = fields
+        self.upload_target = next((f["name"] for f in fields if f["type"] == "file"), "")
         return None
 
     @rx.event
@@ -316,6 +325,40 @@ class InboxState(PageMixin, AuthState):
     @requires("ui")
     def set_cancel_open(self, value: bool):
         self.cancel_open = bool(value)
+
+    @rx.event
+    @requires("ui")
+    def set_upload_target(self, name: str):
+        self.upload_target = name
+
+    @rx.event
+    @requires("DATA", tasks.TASK_TABLE)
+    async def upload_task_file(self, uploads: list[rx.UploadFile]):
+        """Store a file for the open form in its instance's file store (/inbox/<task>/<name>) and
+        put its path into the chosen file field; the file service checks rights and size."""
+        if not uploads or not self.selected_id or not self.upload_target:
+            return None
+        upload = uploads[0]
+        name = (upload.name or "upload").replace("\\", "/").rsplit("/", 1)[-1]
+        data = await upload.read()
+        content_type = upload.headers.get("content-type") if upload.headers else None
+        path = f"/inbox/{self.selected_id}/{name}"
+        try:
+            with self._user_session() as (session, user):
+                access = AccessContext(session, user)
+                task = tasks.get_task(access, self.selected_id)
+                scope = files.FileScope(session, user, task.mandate_id, task.feature_instance_id, access)
+                files.store_file(scope, path, data, content_type, overwrite=True)
+        except NotSignedIn:
+            return self._signed_out()
+        except DomainError as exc:
+            self.error = f"{name}: {user_message(exc)}"
+            return None
+        self.error = ""
+        self.notice = f"Uploaded {name} for {self.upload_target}."
+        # The field's input is uncontrolled and its id comes from a foreach (no ref for set_value).
+        return rx.call_script(f"document.getElementById({json.dumps('task-field-' + self.upload_target)}).value = "
+                              f"{json.dumps(path)}")
 
     @rx.event
     @requires("ui")

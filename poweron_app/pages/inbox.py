@@ -71,10 +71,30 @@ def _approval_controls() -> rx.Component:
     )
 
 
+FILE_UPLOAD = "task-file-upload"
+
+
+def _file_upload() -> rx.Component:
+    """Upload a file into the task's instance file store; its path fills the chosen file field."""
+    return rx.hstack(
+        rx.cond(InboxState.file_fields.length() > 1,
+                rx.select(InboxState.file_fields, value=InboxState.upload_target,
+                          on_change=InboxState.set_upload_target, id="task-upload-target", size="1")),
+        rx.upload.root(
+            rx.button(rx.icon("upload", size=14), "Upload a file for ", InboxState.upload_target, size="1",
+                      variant="soft", type="button"),
+            id=FILE_UPLOAD, max_files=1, no_drag=True,
+            on_drop=InboxState.upload_task_file(rx.upload_files(upload_id=FILE_UPLOAD)),
+        ),
+        align="center", spacing="2",
+    )
+
+
 def _form_controls() -> rx.Component:
     return rx.form(
         rx.vstack(
             rx.foreach(InboxState.form_fields, lambda field: form_field(field, "task-")),
+            rx.cond(InboxState.file_fields.length() > 0, _file_upload()),
             rx.button(rx.icon("send", size=16), "Submit", type="submit", id="task-submit"),
             width="100%",
             spacing="3",

@@ -40,7 +40,8 @@ def approval_graph(title: str) -> dict:
 def form_graph(title: str) -> dict:
     ask = {"id": "ask", "type": "input.form", "position": {"x": 250, "y": 0},
            "parameters": {"title": title, "assignee": {"role": "graphicalEditor-admin"},
-                          "fields": [{"name": "amount", "label": "Amount", "type": "number", "required": True}]}}
+                          "fields": [{"name": "amount", "label": "Amount", "type": "number", "required": True},
+                                     {"name": "offer", "label": "Offer", "type": "file"}]}}
     return {"nodes": [START, ask, PYTHON],
             "edges": [{"source": "start", "target": "ask"}, {"source": "ask", "target": "python"}]}
 
@@ -112,7 +113,7 @@ def test_approving_a_task_lets_the_run_complete(page: Page, running_app: Running
     httpx.post(f"{running_app.api_url}/api/graphicalEditor/{_instance}/runs/{other_run}/cancel", headers=headers)
 
 
-def test_a_form_task_shows_the_inline_error_then_completes(page: Page, running_app: RunningApp):
+def test_a_form_task_shows_the_inline_error_then_completes(page: Page, running_app: RunningApp, tmp_path):
     title = f"Give the amount {uuid.uuid4().hex[:6]}"
     _workflow_id, run_id, task_id = start_paused(running_app, form_graph(title), "Inbox form")
     open_inbox(page)
@@ -123,13 +124,18 @@ def test_a_form_task_shows_the_inline_error_then_completes(page: Page, running_a
     expect(page.locator("#inbox-error")).to_contain_text("Please correct the marked fields.")
     assert run_status(running_app, run_id)["status"] == "paused"
     page.locator("#task-field-amount").fill("1250")
+    offer = tmp_path / "offer.txt"
+    offer.write_text("Offer: 1250 CHF")
+    page.locator("#task-file-upload input[type=file]").set_input_files(str(offer))
+    expect(page.locator("#inbox-notice")).to_contain_text("Uploaded offer.txt for offer")
+    expect(page.locator("#task-field-offer")).to_have_value(f"/inbox/{task_id}/offer.txt")
     page.locator("#task-submit").click()
     expect(page.locator("#inbox-notice")).to_contain_text("Submitted — the run continued")
     expect(row(page, task_id)).to_have_count(0)
     run = run_status(running_app, run_id)
     assert run["status"] == "completed", run
     ask = next(s for s in run["steps"] if s["nodeId"] == "ask")
-    assert ask["output"] == {"amount": 1250}
+    assert ask["output"] == {"amount": 1250, "offer": f"/inbox/{task_id}/offer.txt"}
 
 
 def test_cancelling_with_a_reason_cancels_the_run_and_the_history_shows_it(page: Page, running_app: RunningApp):
