@@ -193,12 +193,10 @@ class InboxState(PageMixin, AuthState):
         with self._user_session() as (session, user):
             self._load_navigation(session, user)
             access = AccessContext(session, user)
-            visible = tasks.list_visible_tasks(access)
-            pending = [(t, may) for t, may in visible if t.status == "pending"]
-            finished = [(t, may) for t, may in visible if t.status != "pending"]
-            finished.sort(key=lambda pair: pair[0].finished_at or pair[0].sys_created_at, reverse=True)
+            pending = tasks.list_visible_tasks(access, "pending")
+            finished = tasks.list_visible_tasks(access, finished=True, limit=HISTORY_LIMIT)
             self.pending_tasks = _rows(session, access, pending)
-            self.history = _rows(session, access, finished[:HISTORY_LIMIT])
+            self.history = _rows(session, access, finished)
         if self.selected_id not in {t["id"] for t in self.pending_tasks}:
             self._close()
         self.loaded = True

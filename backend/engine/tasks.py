@@ -12,7 +12,7 @@ import datetime as dt
 from typing import Any
 
 from pydantic import ValidationError
-from sqlmodel import Session, select
+from sqlmodel import Session, func, select
 
 from backend.db.models import FeatureInstance, HumanTask, User, WorkflowRun
 from backend.engine import worker
@@ -90,10 +90,15 @@ def list_tasks(access: AccessContext, status: str | None = None) -> list[HumanTa
 
 
 def list_visible_tasks(access: AccessContext, status: str | None = None,
-                       only_completable: bool = False) -> list[tuple[HumanTask, bool]]:
+                       only_completable: bool = False, *, finished: bool = False,
+                       limit: int | None = None) -> list[tuple[HumanTask, bool]]:
     """(task, may the caller complete it) for every task the caller may see, newest first: the
     tasks they may complete, and in instances where their roles allow reading every human task
-    (DATA read level all) the others too, read only (the Inbox shows those to viewers)."""
+    (DATA read level all) the others too, read only (the Inbox shows those to viewers).
+
+    `finished`: only completed, cancelled and expired tasks, the last finished first; `limit`: at
+    most that many (read from the database in batches, so a long history is not loaded whole).
+    """
     _check_status(status)
     instances: list[FeatureInstance] = access.visible_instances(FEATURE_CODE)
     if not instances:
@@ -101,14 +106,20 @@ def list_visible_tasks(access: AccessContext, status: str | None = None,
     query = select(HumanTask).where(HumanTask.feature_instance_id.in_([i.id for i in instances]))
     if status:
         query = query.where(HumanTask.status == status)
-    tasks = access.session.exec(query.order_by(HumanTask.sys_created_at.desc())).all()
+    if finished:
+        query = query.where(HumanTask.status != task_lifecycle.PENDING).order_by(
+            func.coalesce(HumanTask.finished_at, HumanTask.sys_created_at).desc(), HumanTask.id)
+    else:
+        query = query.order_by(HumanTask.sys_created_at.desc(), HumanTask.id)
     rights = _Rights(access)
     visible = []
-    for task in tasks:
+    for task in access.session.exec(query.execution_options(yield_per=500)):
         may = rights.may_complete(task.assignee, task.mandate_id, task.feature_instance_id)
         if may or (not only_completable
                    and rights.level("read", task.mandate_id, task.feature_instance_id) == Level.ALL):
             visible.append((task, may))
+            if limit is not None and len(visible) >= limit:
+                break
     return visible
 
 

@@ -235,3 +235,18 @@ def test_a_viewer_sees_the_instances_tasks_read_only_and_cannot_complete_or_canc
         assert session.get(WorkflowRun, run["id"]).status == "paused"
     with access_of("admin") as access:
         assert [(t.id, may) for t, may in tasks.list_visible_tasks(access, "pending")] == [(task_id, True)]
+
+
+def test_the_history_lists_the_last_finished_tasks_first_up_to_the_limit(api):
+    finished = []
+    for _ in range(3):
+        run = start(api, approval({"user": me(api)}))
+        task_id = task_of(run["id"])
+        assert api.client.post(f"/api/tasks/{task_id}/cancel", headers=api.auth).status_code == 200
+        finished.append(task_id)
+    pending = task_of(start(api, approval({"user": me(api)}))["id"])
+    with access_of("admin") as access:
+        shown = [task.id for task, _may in tasks.list_visible_tasks(access, finished=True, limit=2)]
+        open_ones = [task.id for task, _may in tasks.list_visible_tasks(access, "pending")]
+    assert shown == [finished[2], finished[1]]  # the last finished first, cut at the limit
+    assert pending in open_ones and not set(finished) & set(open_ones)
