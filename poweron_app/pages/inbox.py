@@ -10,6 +10,7 @@ from __future__ import annotations
 import reflex as rx
 
 from components.shell import empty_state, gated, page_shell
+from components.tables import data_table
 from poweron_app.pages.forms import form_field
 from state.inbox import InboxState, TaskRow
 
@@ -37,18 +38,11 @@ def _task_row(row: TaskRow) -> rx.Component:
     )
 
 
-def _header(*labels: str) -> rx.Component:
-    return rx.table.header(rx.table.row(*[rx.table.column_header_cell(label) for label in labels]))
-
-
 def _pending_list() -> rx.Component:
     return rx.cond(
         InboxState.pending_tasks.length() > 0,
-        rx.table.root(
-            _header("Task", "Workflow", "Instance", "Created", "Due", "Assignee"),
-            rx.table.body(rx.foreach(InboxState.pending_tasks, _task_row)),
-            id="task-list", width="100%", size="1",
-        ),
+        data_table(("Task", "Workflow", "Instance", "Created", "Due", "Assignee"), InboxState.pending_tasks,
+                   _task_row, "task-list"),
         rx.cond(InboxState.loaded,
                 empty_state("inbox", "Nothing to do",
                             "Approvals and forms that workflows ask of you appear here.")),
@@ -181,11 +175,8 @@ def _history_row(row: TaskRow) -> rx.Component:
 def _history() -> rx.Component:
     return rx.cond(
         InboxState.history.length() > 0,
-        rx.table.root(
-            _header("Task", "Workflow", "Outcome", "By", "When", "Reason"),
-            rx.table.body(rx.foreach(InboxState.history, _history_row)),
-            id="task-history", width="100%", size="1",
-        ),
+        data_table(("Task", "Workflow", "Outcome", "By", "When", "Reason"), InboxState.history, _history_row,
+                   "task-history"),
         rx.cond(InboxState.loaded,
                 empty_state("history", "No finished tasks yet",
                             "Completed, cancelled and expired tasks are listed here.")),
