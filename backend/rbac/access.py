@@ -7,13 +7,30 @@ that request only, so a revoked role takes effect with the next request.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from sqlalchemy import false
 from sqlmodel import Session, select
 
 from backend.db.models import FeatureInstance, Mandate, User, UserMandate
 from backend.errors import Forbidden, NotFound
 from backend.rbac.resolver import AccessResolver, Decision
 from backend.rbac.rights import DATA, RESOURCE, UI, Level
+
+
+def allows(level: Level, owner_id: str | None, user_id: str) -> bool:
+    """The own/all rule, the one place it is spelled: `all` reaches every row, `own` only the
+    rows the user created (sysCreatedBy), `none` no row."""
+    return level == Level.ALL or (level == Level.OWN and owner_id == user_id)
+
+
+def owner_filter(query: Any, model: Any, level: Level, user_id: str) -> Any:
+    """`query` narrowed by the own/all rule on `model.sys_created_by` (no row for `none`)."""
+    if level == Level.NONE:
+        return query.where(false())
+    if level == Level.OWN:
+        return query.where(model.sys_created_by == user_id)
+    return query
 
 
 @dataclass
@@ -87,6 +104,24 @@ class AccessContext:
     def data_level(self, item: str, operation: str, mandate_id: str | None, instance_id: str | None = None) -> Level:
         """DATA check: none, own or all for one CRUD operation."""
         return self.resolve(DATA, item, mandate_id, instance_id).level(operation)
+
+    # --- rows (the own/all rule) ----------------------------------------------------------
+
+    def visible(self, query: Any, model: Any, item: str, mandate_id: str | None,
+                instance_id: str | None = None, operation: str = "read") -> Any:
+        """`query` over `model` narrowed to the rows the user may `operation` (read by default)."""
+        return owner_filter(query, model, self.data_level(item, operation, mandate_id, instance_id), self.user.id)
+
+    def may(self, operation: str, item: str, row: Any, mandate_id: str | None = None,
+            instance_id: str | None = None) -> bool:
+        """Whether the user may `operation` this `row` of DATA item `item`.
+
+        The scope defaults to the row's own mandate and feature instance.
+        """
+        mandate_id = mandate_id if mandate_id is not None else getattr(row, "mandate_id", None)
+        instance_id = instance_id if instance_id is not None else getattr(row, "feature_instance_id", None)
+        level = self.data_level(item, operation, mandate_id, instance_id)
+        return allows(level, getattr(row, "sys_created_by", None), self.user.id)
 
     def forget(self) -> None:
         """Drop cached role lookups after this request changed roles."""

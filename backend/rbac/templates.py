@@ -44,18 +44,27 @@ class TemplateRole:
     description: str = ""
 
 
-# The platform's own objects (mandate administration).
+# The platform's own objects (mandate administration): the one place these items are spelled.
+ADMIN_UI = "ui.admin"
+ADMIN_MANDATES_UI = "ui.admin.mandates"
+ADMIN_USERS_UI = "ui.admin.users"
+ADMIN_INSTANCES_UI = "ui.admin.instances"
+ADMIN_PERMISSIONS_UI = "ui.admin.permissions"
+MANAGE_USERS = "resource.mandate.manageUsers"
+MANAGE_INSTANCES = "resource.mandate.manageInstances"
+VIEW_PERMISSIONS = "resource.mandate.viewPermissions"
+
 PLATFORM_UI_OBJECTS = (
-    ("ui.admin", "Admin page"),
-    ("ui.admin.mandates", "Mandates tab"),
-    ("ui.admin.users", "Users tab"),
-    ("ui.admin.instances", "Feature instances tab"),
-    ("ui.admin.permissions", "Permissions view"),
+    (ADMIN_UI, "Admin page"),
+    (ADMIN_MANDATES_UI, "Mandates tab"),
+    (ADMIN_USERS_UI, "Users tab"),
+    (ADMIN_INSTANCES_UI, "Feature instances tab"),
+    (ADMIN_PERMISSIONS_UI, "Permissions view"),
 )
 PLATFORM_RESOURCE_OBJECTS = (
-    ("resource.mandate.manageUsers", "Create, disable and reset users; assign mandate roles"),
-    ("resource.mandate.manageInstances", "Create feature instances and grant access to them"),
-    ("resource.mandate.viewPermissions", "See the resolved permissions of the mandate's users"),
+    (MANAGE_USERS, "Create, disable and reset users; assign mandate roles"),
+    (MANAGE_INSTANCES, "Create feature instances and grant access to them"),
+    (VIEW_PERMISSIONS, "See the resolved permissions of the mandate's users"),
 )
 
 SYSTEM_TEMPLATE_ROLES = (

@@ -9,28 +9,46 @@ FEATURE_CODE = "graphicalEditor"
 LABEL = "Graphical Editor"
 ICON = "workflow"
 
+# Permission items: the one place each is spelled. Doors (interface.py, services) declare and
+# enforce them with backend.rbac.door.guarded; routes and UI handlers read those declarations.
+OPEN = "ui.feature.graphicalEditor"
+WORKFLOWS_PAGE = "ui.feature.graphicalEditor.workflows"
+CREATE_BUTTON = "ui.feature.graphicalEditor.workflows.create"
+RENAME_BUTTON = "ui.feature.graphicalEditor.workflows.rename"
+DELETE_BUTTON = "ui.feature.graphicalEditor.workflows.delete"
+EDITOR_PAGE = "ui.feature.graphicalEditor.editor"
+MONITOR_PAGE = "ui.feature.graphicalEditor.monitor"
+INBOX_PAGE = "ui.feature.graphicalEditor.inbox"
+EXECUTE = "resource.feature.graphicalEditor.execute"
+PUBLISH = "resource.feature.graphicalEditor.publish"
+MANAGE_ACCESS = "resource.feature.graphicalEditor.manageAccess"
+USE_AGENT = "resource.feature.graphicalEditor.useAgent"
+WORKFLOW_DATA = "data.feature.graphicalEditor.workflow"
+VERSION_DATA = "data.feature.graphicalEditor.workflow_version"
+RUN_DATA = "data.feature.graphicalEditor.workflow_run"
+TASK_DATA = "data.feature.graphicalEditor.human_task"
+CHAT_DATA = "data.feature.graphicalEditor.chat"
+FILE_DATA = "data.feature.graphicalEditor.file"
+
 UI_OBJECTS = (
-    ("ui.feature.graphicalEditor", "Open the Graphical Editor instance"),
-    ("ui.feature.graphicalEditor.workflows", "Workflows page"),
-    ("ui.feature.graphicalEditor.workflows.create", "Create workflow button"),
-    ("ui.feature.graphicalEditor.workflows.rename", "Rename workflow button"),
-    ("ui.feature.graphicalEditor.workflows.delete", "Delete workflow button"),
-    ("ui.feature.graphicalEditor.editor", "Editor page"),
-    ("ui.feature.graphicalEditor.monitor", "Monitor page"),
-    ("ui.feature.graphicalEditor.inbox", "Inbox page"),
+    (OPEN, "Open the Graphical Editor instance"),
+    (WORKFLOWS_PAGE, "Workflows page"),
+    (CREATE_BUTTON, "Create workflow button"),
+    (RENAME_BUTTON, "Rename workflow button"),
+    (DELETE_BUTTON, "Delete workflow button"),
+    (EDITOR_PAGE, "Editor page"),
+    (MONITOR_PAGE, "Monitor page"),
+    (INBOX_PAGE, "Inbox page"),
 )
 RESOURCE_OBJECTS = (
-    ("resource.feature.graphicalEditor.execute", "Run workflows"),
-    ("resource.feature.graphicalEditor.publish", "Publish, unpublish, archive and restore versions"),
-    ("resource.feature.graphicalEditor.manageAccess", "Grant and revoke access to the instance"),
-    ("resource.feature.graphicalEditor.useAgent", "Use the editor's AI chat"),
+    (EXECUTE, "Run workflows"),
+    (PUBLISH, "Publish, unpublish, archive and restore versions"),
+    (MANAGE_ACCESS, "Grant and revoke access to the instance"),
+    (USE_AGENT, "Use the editor's AI chat"),
 )
-DATA_TABLES = ("workflow", "workflow_version", "workflow_run", "human_task", "chat", "file")
-MODIFYING_UI_OBJECTS = (
-    "ui.feature.graphicalEditor.workflows.create",
-    "ui.feature.graphicalEditor.workflows.rename",
-    "ui.feature.graphicalEditor.workflows.delete",
-)
+DATA_ITEMS = (WORKFLOW_DATA, VERSION_DATA, RUN_DATA, TASK_DATA, CHAT_DATA, FILE_DATA)
+DATA_TABLES = tuple(item.rsplit(".", 1)[-1] for item in DATA_ITEMS)
+MODIFYING_UI_OBJECTS = (CREATE_BUTTON, RENAME_BUTTON, DELETE_BUTTON)
 TEMPLATE_ROLES = standard_feature_roles(FEATURE_CODE, MODIFYING_UI_OBJECTS)
 REQUIRED_SERVICES = ("database",)
 

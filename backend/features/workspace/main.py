@@ -9,15 +9,24 @@ FEATURE_CODE = "workspace"
 LABEL = "Workspace"
 ICON = "message-square"
 
+# Permission items: the one place each is spelled (see backend/rbac/door.py).
+OPEN = "ui.feature.workspace"
+CHAT_UI = "ui.feature.workspace.chat"
+USE_AGENT = "resource.feature.workspace.useAgent"
+MANAGE_ACCESS = "resource.feature.workspace.manageAccess"
+CHAT_DATA = "data.feature.workspace.chat"
+FILE_DATA = "data.feature.workspace.file"
+
 UI_OBJECTS = (
-    ("ui.feature.workspace", "Open the Workspace instance"),
-    ("ui.feature.workspace.chat", "Chat with the agent"),
+    (OPEN, "Open the Workspace instance"),
+    (CHAT_UI, "Chat with the agent"),
 )
 RESOURCE_OBJECTS = (
-    ("resource.feature.workspace.useAgent", "Run the AI agent"),
-    ("resource.feature.workspace.manageAccess", "Grant and revoke access to the instance"),
+    (USE_AGENT, "Run the AI agent"),
+    (MANAGE_ACCESS, "Grant and revoke access to the instance"),
 )
-DATA_TABLES = ("chat", "file")
+DATA_ITEMS = (CHAT_DATA, FILE_DATA)
+DATA_TABLES = tuple(item.rsplit(".", 1)[-1] for item in DATA_ITEMS)
 TEMPLATE_ROLES = standard_feature_roles(FEATURE_CODE)
 REQUIRED_SERVICES = ("database", "ai")
 

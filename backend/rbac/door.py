@@ -1,0 +1,142 @@
+"""The door of a feature: permissions declared once, on the method that enforces them.
+
+A feature's interface (``backend/features/<code>/interface.py``) — or any service object that
+is the only path to some data (the file store, agent chats, the Inbox, administration) — marks
+each public method with :func:`guarded`. The decorator both
+
+- **enforces** the permission every time the method is called, in the door's scope (its
+  mandate and feature instance), raising :class:`~backend.errors.Forbidden`; and
+- **exposes** it, so REST routes (``backend.api.permissions.declared_by``) and Reflex event
+  handlers (``state.permissions.requires_door``) read the declaration from the method instead
+  of spelling the item again.
+
+Row-level own/all decisions stay inside the method, through
+:meth:`backend.rbac.access.AccessContext.visible` and :meth:`~AccessContext.may`.
+
+Example::
+
+    class WorkflowsDoor(Door):
+        @guarded("DATA", WORKFLOW_DATA, "read")
+        def list_workflows(self): ...
+
+        @guarded("RESOURCE", PUBLISH)
+        @guarded("DATA", WORKFLOW_DATA, "update")
+        def publish(self, workflow): ...
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from backend.errors import Forbidden
+from backend.rbac.rights import DATA, OPERATIONS, RESOURCE, UI, Level
+
+KINDS = ("public", "authenticated", "sysadmin", UI, RESOURCE, DATA)
+ATTRIBUTE = "__poweron_permissions__"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Permission:
+    """One declared permission: a kind and, for UI/RESOURCE/DATA, the item (and DATA operation)."""
+
+    kind: str
+    item: str | None = None
+    operation: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"permission kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.kind in (UI, RESOURCE, DATA) and not self.item:
+            raise ValueError(f"a {self.kind} permission must name its item")
+        if self.kind == DATA and self.operation not in OPERATIONS:
+            raise ValueError(f"a DATA permission must name its operation, one of {', '.join(OPERATIONS)}")
+
+    def as_dict(self) -> dict[str, str]:
+        """The declaration as it appears in the OpenAPI document (`x-permission`)."""
+        declared = {"kind": self.kind}
+        if self.item:
+            declared["item"] = self.item
+        if self.operation:
+            declared["operation"] = self.operation
+        return declared
+
+
+class Door:
+    """Base of an object that is the only path to some data, authorised as one user.
+
+    Subclasses set ``access`` (an AccessContext) and say in which mandate and feature instance
+    their checks are made (``scope``). Methods marked with :func:`guarded` are checked there.
+    """
+
+    access: Any  # backend.rbac.access.AccessContext (not imported: it imports this module)
+
+    @property
+    def scope(self) -> tuple[str | None, str | None]:
+        """(mandate id, feature instance id) where this door's rights are resolved."""
+        instance = getattr(self, "instance", None)
+        if instance is not None:
+            return instance.mandate_id, instance.id
+        return getattr(self, "mandate_id", None), None
+
+    def enforce(self, permission: Permission) -> None:
+        """Raise Forbidden unless the user holds `permission` in this door's scope."""
+        enforce(self.access, permission, *self.scope)
+
+
+def enforce(access: Any, permission: Permission, mandate_id: str | None, instance_id: str | None) -> None:
+    """Raise Forbidden unless `access.user` holds `permission` in (mandate, instance)."""
+    kind = permission.kind
+    if kind in ("public", "authenticated"):
+        return
+    if kind == "sysadmin":
+        if not access.user.is_sysadmin:
+            raise Forbidden("only system administrators may do this")
+    elif kind == DATA:
+        if access.data_level(permission.item, permission.operation, mandate_id, instance_id) == Level.NONE:
+            table = permission.item.rsplit(".", 1)[-1]
+            raise Forbidden(f"your roles allow no {permission.operation} on {table} here")
+    elif not access.resolve(kind, permission.item, mandate_id, instance_id).allowed:
+        raise Forbidden(f"your roles do not allow {permission.item}")
+
+
+def guarded(kind: str, item: str | None = None, operation: str | None = None) -> Callable[[F], F]:
+    """Declare and enforce a permission on a :class:`Door` method (stackable).
+
+    Args:
+        kind: public, authenticated, sysadmin, UI, RESOURCE or DATA.
+        item: the AccessRule item (a constant of the feature's main.py).
+        operation: read/create/update/delete for DATA.
+    """
+    permission = Permission(kind, item, operation)
+
+    def wrap(fn: F) -> F:
+        inner_permissions = getattr(fn, ATTRIBUTE, ())
+        target = getattr(fn, "__wrapped_door__", fn)
+
+        @functools.wraps(fn)
+        def checked(self: Door, *args: Any, **kwargs: Any) -> Any:
+            for declared in (permission, *inner_permissions):
+                self.enforce(declared)
+            return target(self, *args, **kwargs)
+
+        setattr(checked, ATTRIBUTE, (permission, *inner_permissions))
+        checked.__wrapped_door__ = target  # type: ignore[attr-defined]
+        return checked  # type: ignore[return-value]
+
+    return wrap
+
+
+def permissions_of(method: Callable[..., Any]) -> tuple[Permission, ...]:
+    """Every permission declared on `method` (outermost first); () when it declares none."""
+    return tuple(getattr(method, ATTRIBUTE, ()))
+
+
+def declared_methods(cls: type) -> dict[str, tuple[Permission, ...]]:
+    """The guarded methods of a door class, by name."""
+    return {name: permissions_of(member) for name in dir(cls)
+            if permissions_of(member := getattr(cls, name, None))}
