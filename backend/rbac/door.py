@@ -27,6 +27,7 @@ Example::
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -83,9 +84,20 @@ class Door:
             return instance.mandate_id, instance.id
         return getattr(self, "mandate_id", None), None
 
-    def enforce(self, permission: Permission) -> None:
-        """Raise Forbidden unless the user holds `permission` in this door's scope."""
-        enforce(self.access, permission, *self.scope)
+    def call_scope(self, method: str, arguments: dict[str, Any]) -> tuple[str | None, str | None]:
+        """The (mandate id, instance id) one call of the guarded `method` is checked in.
+
+        `scope` by default. A door whose methods name what they act on (the administration is
+        called with a mandate id, the Inbox with a task id) overrides this and resolves the scope
+        from the call's `arguments` (by parameter name, without ``self``). It raises NotFound for
+        an object the caller may not see, before any permission is checked, so a foreign id
+        answers 404 exactly like a missing one.
+        """
+        return self.scope
+
+    def enforce(self, permission: Permission, scope: tuple[str | None, str | None] | None = None) -> None:
+        """Raise Forbidden unless the user holds `permission` in `scope` (default: this door's)."""
+        enforce(self.access, permission, *(self.scope if scope is None else scope))
 
 
 def enforce(access: Any, permission: Permission, mandate_id: str | None, instance_id: str | None) -> None:
@@ -117,11 +129,15 @@ def guarded(kind: str, item: str | None = None, operation: str | None = None) ->
     def wrap(fn: F) -> F:
         inner_permissions = getattr(fn, ATTRIBUTE, ())
         target = getattr(fn, "__wrapped_door__", fn)
+        signature = inspect.signature(target)
 
         @functools.wraps(fn)
         def checked(self: Door, *args: Any, **kwargs: Any) -> Any:
+            arguments = signature.bind(self, *args, **kwargs).arguments
+            arguments.pop(next(iter(signature.parameters)), None)
+            scope = self.call_scope(target.__name__, dict(arguments))
             for declared in (permission, *inner_permissions):
-                self.enforce(declared)
+                self.enforce(declared, scope)
             return target(self, *args, **kwargs)
 
         setattr(checked, ATTRIBUTE, (permission, *inner_permissions))
