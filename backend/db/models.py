@@ -24,6 +24,7 @@ from sqlalchemy import (
     inspect,
     text,
 )
+from sqlalchemy.orm import deferred
 from sqlmodel import Field, SQLModel
 
 EXECUTION_LOG_LIMIT = 50
@@ -263,10 +264,14 @@ class WorkflowVersion(SQLModel, table=True):
     lock_version: int = 1
 
 
+_RUN_GRAPH = Column("graph", JSON, nullable=True)
+
+
 class WorkflowRun(SQLModel, table=True):
     """One execution of a workflow version."""
 
     __tablename__ = "workflow_run"
+    __mapper_args__ = {"properties": {"graph": deferred(_RUN_GRAPH)}}
     __table_args__ = (
         # The monitor: runs of some instances newest first, and their counts and costs per day
         # (covering: those read the index alone), and runs of one status by time.
@@ -295,6 +300,11 @@ class WorkflowRun(SQLModel, table=True):
     lock_version: int = 1
     # The sum of its steps' cost_chf, kept by engine.steps.write_steps (None: no priced AI call yet).
     cost_chf: float | None = None
+    # The graph the run executes: a copy of its version's graph taken when the run started, so a
+    # later save of the draft never changes a run under way (None: a run from before migration
+    # 0009, which reads its version's graph). Deferred (see __mapper_args__): loaded on first
+    # access, so lists of runs do not carry every run's graph.
+    graph: Any = Field(default=None, sa_column=_RUN_GRAPH)
 
 
 class RunStepLog(SQLModel, table=True):

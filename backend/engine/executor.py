@@ -44,8 +44,8 @@ from backend.db.engine import write_gate
 from backend.db.models import RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion, utcnow
 from backend.engine import crashpoints, events, steps
 from backend.engine.expressions import ExpressionError, ExpressionScope, evaluate_parameters
-from backend.engine.frontier import LOOP_TYPE, Frontier, Graph
-from backend.engine.nodes import RAW_PARAMETERS, NodeCall, Outcome, StepError, handler_for, runs_concurrently
+from backend.engine.frontier import Frontier, Graph
+from backend.engine.nodes import NodeCall, Outcome, StepError, runs_concurrently
 from backend.errors import Conflict, FieldError, InvalidInput
 from backend.statemachines import workflow_run as lifecycle
 from backend.workflows.node_types import DEFAULT_HANDLE, ERROR_HANDLE, RetryPolicy, node_type
@@ -106,9 +106,14 @@ def _aware(moment: datetime) -> datetime:
 
 def _start_trigger(graph: Graph, trigger: str) -> str:
     """The trigger the run starts at: the first of the run's kind (manual, webhook, …), else the first."""
-    triggers = [n for n, node in graph.nodes.items() if node.get("type", "").startswith("trigger.")]
-    wanted = f"trigger.{trigger}"
-    return next((n for n in triggers if graph.nodes[n]["type"] == wanted), triggers[0])
+    triggers = [n for n in graph.nodes if _is_trigger(graph, n)]
+    return next((n for n in triggers if node_type(graph.nodes[n]["type"]).run_trigger == trigger), triggers[0])
+
+
+def _is_trigger(graph: Graph, node_id: str) -> bool:
+    """Whether `node_id` is a trigger node of the graph (its type's `is_trigger`)."""
+    kind = node_type(graph.nodes.get(node_id, {}).get("type"))
+    return kind is not None and kind.is_trigger
 
 
 _checked_versions: OrderedDict[tuple[str, int], list[FieldError]] = OrderedDict()
@@ -131,11 +136,27 @@ def _validation_of(version: WorkflowVersion) -> list[FieldError]:
     return errors
 
 
+def run_graph(session: Session, run: WorkflowRun) -> dict[str, Any]:
+    """The graph `run` executes: the snapshot taken when it started (WorkflowRun.graph).
+
+    Every place that executes, resumes, recovers or retries a run reads its graph here, so an
+    edit of the draft after the start never changes a run under way. Runs from before that
+    snapshot existed (migration 0009) have none and read their version's graph.
+    """
+    if run.graph is not None:
+        return run.graph
+    version = session.get(WorkflowVersion, run.version_id)
+    return version.graph if version is not None else {}
+
+
 def start_run(session: Session, user: User, workflow: Workflow, version: WorkflowVersion, input: Any = None,  # noqa: A002
               mode: str = "full", trigger: str = "manual", start_node: str | None = None) -> WorkflowRun:
     """begin_run: create a run of `version` in `running`, its frontier at the starting trigger:
     `start_node` (the trigger node that fired: a schedule, the webhook whose path was called),
     else the first trigger of the run's kind.
+
+    The run keeps a snapshot of the version's graph (WorkflowRun.graph) and executes that to
+    its end, whatever later saves of the draft change.
 
     Raises:
         InvalidInput: the graph is not valid (every problem listed), the mode is unknown or
@@ -147,13 +168,13 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     if errors:
         raise InvalidInput(errors)
     graph = Graph(version.graph)
-    if start_node is not None and not graph.nodes.get(start_node, {}).get("type", "").startswith("trigger."):
+    if start_node is not None and not _is_trigger(graph, start_node):
         raise InvalidInput([FieldError("startNode", f"'{start_node}' is no trigger node of this workflow")])
     frontier = Frontier(graph)
     frontier.prepare(start_node or _start_trigger(graph, trigger))
     run = WorkflowRun(workflow_id=workflow.id, version_id=version.id, mandate_id=workflow.mandate_id,
                       feature_instance_id=workflow.feature_instance_id, status=lifecycle.RUNNING, mode=mode,
-                      trigger=trigger, input=input, sys_created_by=user.id,
+                      trigger=trigger, input=input, sys_created_by=user.id, graph=version.graph,
                       context={"outputs": {}, "frontier": frontier.to_state(), "loops": {}, "ends": {},
                                "suspended": {}})
     session.add(run)
@@ -189,10 +210,9 @@ class RunEngine:
     def __init__(self, session: Session, run: WorkflowRun):
         self.session = session
         self.run = run
-        version = session.get(WorkflowVersion, run.version_id)
         self.workflow = session.get(Workflow, run.workflow_id)
         self.user = session.get(User, run.sys_created_by)
-        self.graph = Graph(version.graph)
+        self.graph = Graph(run_graph(session, run))
         context = dict(run.context or {})
         self.outputs = NodeOutputs(context.get("outputs", {}))
         self.loops: dict[str, dict[str, Any]] = dict(context.get("loops", {}))
@@ -363,7 +383,8 @@ class RunEngine:
         engine's state, so independent nodes may be attempted in parallel threads."""
         node = self.graph.nodes[node_id]
         policy = RetryPolicy.model_validate(node.get("retry") or {})
-        handler = handler_for(node.get("type", ""))
+        kind = node_type(node.get("type", ""))
+        handler = kind.handler if kind is not None else None
         error = StepError(f"node '{node_id}': unknown node type '{node.get('type')}'")
         first = self.attempt_base.pop(node_id, 0)
         rows: list[dict[str, Any]] = []
@@ -378,7 +399,7 @@ class RunEngine:
                         raise error
                     scope = self.scope_for(node_id)
                     parameters = evaluate_parameters(parameters, scope, node_id,
-                                                     raw=RAW_PARAMETERS.get(node["type"], ()))
+                                                     raw=kind.raw_parameters)
                     outcome = handler(NodeCall(node, parameters, scope, session, session.get(User, self.user.id),
                                                self.run, self._incoming(node_id)))
                 except ExpressionError as exc:
@@ -427,7 +448,7 @@ class RunEngine:
         self.outputs[node_id] = outcome.output
         if outcome.stop is not None:
             return self.stop(outcome.stop, outcome.message)
-        is_loop = self.graph.nodes[node_id].get("type") == LOOP_TYPE
+        is_loop = self.graph.is_loop(node_id)
         if is_loop and "each" in outcome.handles:
             self.loops[node_id] = {"items": outcome.output, "index": 0, "results": []}
         fired = self.frontier.done(node_id, outcome.handles)

@@ -17,8 +17,9 @@ It assumes one application process per database: a second process started while 
 is executing runs would continue them too.
 
 Retry from the failed node (issue 5, item 9): :func:`retry_failed_run` creates a **new run**
-of the same workflow version with the same input, mode and trigger, whose context is a copy of
-the failed run's — completed outputs, frontier, loop positions, branch ends — with the failed
+of the same workflow version with the same input, mode and trigger, executing the same graph
+(the failed run's snapshot, not what the draft holds now: its context only fits that graph),
+whose context is a copy of the failed run's — completed outputs, frontier, loop positions, branch ends — with the failed
 node made ready again. Completed nodes are therefore not executed again; only the failed node
 and what follows it run (and appear in the new run's step log). The failed run stays `failed`
 (a finished run never changes state, DESIGN §5), and DESIGN §6 has no field linking the two
@@ -34,8 +35,8 @@ import threading
 from sqlmodel import Session, select
 
 from backend.db import session_scope
-from backend.db.models import RunStepLog, User, WorkflowRun, WorkflowVersion
-from backend.engine.executor import execute_run
+from backend.db.models import RunStepLog, User, WorkflowRun
+from backend.engine.executor import execute_run, run_graph
 from backend.engine.frontier import Frontier, Graph
 from backend.errors import Conflict
 from backend.statemachines import workflow_run as lifecycle
@@ -100,8 +101,8 @@ def retry_failed_run(session: Session, user: User, run: WorkflowRun) -> Workflow
         raise Conflict(f"run {run.id} has no failed node to retry from")
     if context.get("suspended"):
         raise Conflict(f"run {run.id} was also waiting for a person; start a new run instead")
-    version = session.get(WorkflowVersion, run.version_id)
-    frontier = Frontier(Graph(version.graph), context.get("frontier"))
+    graph = run_graph(session, run)
+    frontier = Frontier(Graph(graph), context.get("frontier"))
     if node_id not in frontier.ready and node_id not in frontier.finished:
         frontier.ready.append(node_id)
     context["frontier"] = frontier.to_state()
@@ -111,7 +112,7 @@ def retry_failed_run(session: Session, user: User, run: WorkflowRun) -> Workflow
     retry = WorkflowRun(workflow_id=run.workflow_id, version_id=run.version_id, mandate_id=run.mandate_id,
                         feature_instance_id=run.feature_instance_id, status=lifecycle.RUNNING, mode=run.mode,
                         trigger=run.trigger, input=copy.deepcopy(run.input), sys_created_by=user.id,
-                        context=context)
+                        graph=graph, context=context)
     session.add(retry)
     session.flush()
     return retry

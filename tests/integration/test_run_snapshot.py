@@ -1,0 +1,170 @@
+"""A run executes the graph it started with (issue 15, item 1), whatever is saved to the draft later.
+
+Test runs of the draft used to read the draft's WorkflowVersion row, which every draft save
+overwrites: a run waiting on an approval whose node was then removed from the draft failed with
+a 500 when the task was completed. Each run now keeps a snapshot of its graph (WorkflowRun.graph);
+completing a task, continuing a step-mode run, waking a flow.wait and retrying a failed run all
+go on with that snapshot. Runs from before the snapshot (graph NULL) read their version's graph.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import update
+
+from backend.db import session_scope
+from backend.db.models import WorkflowRun, utcnow
+from backend.engine.timers import wake_due_runs
+from tests.integration.test_engine import START, approval_graph, edge, ran, transform
+
+
+def create(api, graph: dict[str, Any]) -> str:
+    created = api.client.post(f"{api.base()}/workflows", json={"name": f"wf-{uuid.uuid4().hex}", "graph": graph},
+                              headers=api.auth)
+    assert created.status_code == 201, created.text
+    return created.json()["id"]
+
+
+def start(api, workflow_id: str, input: Any = None, mode: str = "full") -> dict[str, Any]:  # noqa: A002
+    response = api.client.post(f"{api.base()}/workflows/{workflow_id}/runs",
+                               json={"input": input, "mode": mode, "version": "draft"}, headers=api.auth)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def save_draft(api, workflow_id: str, graph: dict[str, Any]) -> None:
+    saved = api.client.put(f"{api.base()}/workflows/{workflow_id}/draft", json={"graph": graph}, headers=api.auth)
+    assert saved.status_code == 200, saved.text
+
+
+def get_run(api, run_id: str) -> dict[str, Any]:
+    response = api.client.get(f"{api.base()}/runs/{run_id}", headers=api.auth)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def pending_task(api, run_id: str) -> dict[str, Any]:
+    listed = api.client.get("/api/tasks", params={"status": "pending"}, headers=api.auth)
+    assert listed.status_code == 200, listed.text
+    return next(t for t in listed.json() if t["runId"] == run_id)
+
+
+def me(api) -> str:
+    return api.client.get("/api/me", headers=api.auth).json()["id"]
+
+
+# The approval and both of its branches are gone; a new node stands where they were.
+EDITED_APPROVAL = {"nodes": [START, transform("other", "something else")], "edges": [edge("start", "other")]}
+
+
+def test_completing_a_task_after_the_draft_changed_finishes_the_run_with_its_own_graph(api):
+    workflow_id = create(api, approval_graph({"user": me(api)}))
+    run = start(api, workflow_id, {"amount": 5})
+    assert run["status"] == "paused" and run["pauseReason"] == "humanTask", run
+    save_draft(api, workflow_id, EDITED_APPROVAL)
+
+    task = pending_task(api, run["id"])
+    done = api.client.post(f"/api/tasks/{task['id']}/complete", json={"data": {"approved": True, "comment": "fine"}},
+                           headers=api.auth)
+    assert done.status_code == 200, done.text
+
+    final = get_run(api, run["id"])
+    assert final["status"] == "completed", final
+    assert ran(final) == ["start", "ok", "yes"]
+    assert final["output"] == {"yes": {"result": "approved: fine", "missing": []}}
+    # A new run of the draft runs what the draft holds now.
+    assert ran(start(api, workflow_id)) == ["start", "other"]
+
+
+# start -> a -> b: in step mode the run pauses after each node.
+CHAIN = {"nodes": [START, transform("a", "a{{ n }}"), transform("b", "{{ result }}b", data="{{ nodes.a.output }}")],
+         "edges": [edge("start", "a"), edge("a", "b")]}
+# b renamed to c, a's template changed.
+EDITED_CHAIN = {"nodes": [START, transform("a", "changed"), transform("c", "c")],
+                "edges": [edge("start", "a"), edge("a", "c")]}
+
+
+def continue_to_the_end(api, run: dict[str, Any]) -> dict[str, Any]:
+    for _ in range(10):
+        if run["status"] != "paused":
+            return run
+        response = api.client.post(f"{api.base()}/runs/{run['id']}/continue", headers=api.auth)
+        assert response.status_code == 200, response.text
+        run = response.json()
+    raise AssertionError(f"run did not finish: {run}")
+
+
+def test_a_step_mode_run_continued_after_an_edit_runs_its_original_graph(api):
+    workflow_id = create(api, CHAIN)
+    run = start(api, workflow_id, {"n": 1}, mode="step")
+    assert run["status"] == "paused" and run["pauseReason"] == "step", run
+    assert ran(run) == ["start"]
+    save_draft(api, workflow_id, EDITED_CHAIN)
+
+    final = continue_to_the_end(api, run)
+    assert final["status"] == "completed", final
+    assert ran(final) == ["start", "a", "b"]
+    assert final["output"] == {"b": {"result": "a1b", "missing": []}}
+
+
+def test_a_run_without_a_snapshot_reads_its_version_graph(api):
+    """Runs started before migration 0009 have no graph of their own: they go on as before."""
+    workflow_id = create(api, CHAIN)
+    run = start(api, workflow_id, {"n": 2}, mode="step")
+    with session_scope() as session:
+        session.execute(update(WorkflowRun).where(WorkflowRun.id == run["id"]).values(graph=None))
+
+    final = continue_to_the_end(api, run)
+    assert final["status"] == "completed", final
+    assert final["output"] == {"b": {"result": "a2b", "missing": []}}
+
+
+WAIT = {"nodes": [START, {"id": "nap", "type": "flow.wait", "parameters": {"seconds": 3600}},
+                  transform("after", "woke {{ n }}")],
+        "edges": [edge("start", "nap"), edge("nap", "after")]}
+
+
+def test_a_flow_wait_woken_after_an_edit_goes_on_with_the_original_graph(api):
+    workflow_id = create(api, WAIT)
+    run = start(api, workflow_id, {"n": 3})
+    assert run["status"] == "paused" and run["pauseReason"] == "wait", run
+    save_draft(api, workflow_id, EDITED_APPROVAL)
+
+    assert wake_due_runs(utcnow() + timedelta(hours=2)) == 1
+
+    final = get_run(api, run["id"])
+    assert final["status"] == "completed", final
+    assert ran(final) == ["start", "nap", "after"]
+    assert final["output"] == {"after": {"result": "woke 3", "missing": []}}
+
+
+FLAKY_AI = {
+    "nodes": [START, transform("a", "topic {{ n }}"),
+              {"id": "p", "type": "ai.prompt", "parameters": {"prompt": "{{ nodes.a.output.result }}"}},
+              transform("z", "said: {{ text }}", data="{{ nodes.p.output }}")],
+    "edges": [edge("start", "a"), edge("a", "p"), edge("p", "z")],
+}
+# p and z gone; a leads to a new node.
+EDITED_AI = {"nodes": [START, transform("a", "other"), transform("q", "q")], "edges": [edge("start", "a"),
+                                                                                     edge("a", "q")]}
+
+
+def test_retrying_a_failed_run_after_the_draft_changed_continues_its_original_graph(api, ai_server):
+    ai_server.fail(500, times=50)
+    workflow_id = create(api, FLAKY_AI)
+    failed = start(api, workflow_id, {"n": 7})
+    assert failed["status"] == "failed", failed
+    save_draft(api, workflow_id, EDITED_AI)
+
+    ai_server.clear()
+    ai_server.reply("fine")
+    retried = api.client.post(f"{api.base()}/runs/{failed['id']}/retry", headers=api.auth)
+    assert retried.status_code == 201, retried.text
+    run = retried.json()
+    assert run["status"] == "completed", run
+    assert ran(run) == ["p", "z"]
+    assert ai_server.last_chat.user_text == "topic 7"
+    assert run["output"] == {"z": {"result": "said: fine", "missing": []}}
