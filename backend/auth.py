@@ -1,4 +1,4 @@
-"""Local accounts: password hashing, login with throttling, bearer tokens.
+"""Local accounts: password hashing, login with throttling per client address, bearer tokens.
 
 Passwords are hashed with Argon2id. Tokens are random strings handed out once; only their
 SHA-256 digest is stored, so a database leak yields no usable token.
@@ -7,12 +7,16 @@ SHA-256 digest is stored, so a database leak yields no usable token.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import case, delete
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select
 
 from backend.config import get_settings
@@ -20,13 +24,20 @@ from backend.db.models import AuthToken, LoginFailure, User, utcnow
 from backend.errors import Conflict, FieldError, InvalidInput, NotFound
 
 LOGIN_FAILED_MESSAGE = "Unknown user or wrong password."
-THROTTLE_FREE_FAILURES = 5
+THROTTLE_FREE_FAILURES = 5  # per (username, client address)
+ADDRESS_FREE_FAILURES = 30  # per client address, over all usernames
 THROTTLE_MAX_SECONDS = 15 * 60
+ADDRESS_ROW = ""  # LoginFailure.username of a client address's own counter
+UNKNOWN_CLIENT = "unknown"
+USERNAME_KEY_MAX = 150  # LoginFailure.username
+CLIENT_KEY_MAX = 64  # LoginFailure.client_address
 TOKEN_PREFIX = "pon_"
 
 _hasher = PasswordHasher()
 # Verifying against this keeps the time of "unknown user" equal to "wrong password".
 _DUMMY_HASH = _hasher.hash(secrets.token_hex(16))
+# Databases whose INSERT … ON CONFLICT counts a failure atomically (concurrent failures add up).
+_UPSERTS = {"sqlite": sqlite_insert, "postgresql": postgresql_insert}
 
 
 class LoginFailed(Exception):
@@ -34,7 +45,7 @@ class LoginFailed(Exception):
 
 
 class LoginThrottled(LoginFailed):
-    """Too many recent failures for this username."""
+    """Too many recent failures for this username from this address, or from this address."""
 
     def __init__(self, retry_after_seconds: int):
         self.retry_after_seconds = retry_after_seconds
@@ -69,47 +80,120 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def _throttle_seconds_left(failure: LoginFailure | None) -> int:
-    if failure is None or failure.failures < THROTTLE_FREE_FAILURES:
+def client_key(address: str | None) -> str:
+    """The throttling key of a client address.
+
+    IPv4 addresses (also IPv4-mapped IPv6) stand for themselves; IPv6 addresses count per /64
+    network, the block one customer line usually gets, so rotating through it gains nothing.
+    Anything else (a test client's name) is kept as given, cut to the column's length; no
+    address at all is "unknown".
+
+    Args:
+        address: the peer address as the server saw it, or None.
+
+    Returns:
+        The value stored in `LoginFailure.client_address`.
+    """
+    address = (address or "").strip()
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address[:CLIENT_KEY_MAX] or UNKNOWN_CLIENT
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.version == 6:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
+def _throttle_seconds_left(failure: LoginFailure | None, free_failures: int) -> int:
+    if failure is None or failure.failures < free_failures:
         return 0
-    lock = min(2 ** (failure.failures - THROTTLE_FREE_FAILURES) * 30, THROTTLE_MAX_SECONDS)
+    lock = min(2 ** (failure.failures - free_failures) * 30, THROTTLE_MAX_SECONDS)
     left = (failure.last_failure_at + timedelta(seconds=lock) - utcnow()).total_seconds()
     return max(0, int(left) + (1 if left % 1 else 0))
 
 
-def _record_failure(session: Session, username: str) -> None:
-    failure = session.get(LoginFailure, username)
-    if failure is None:
-        session.add(LoginFailure(username=username, failures=1))
-    else:
-        if (utcnow() - failure.last_failure_at) > timedelta(seconds=THROTTLE_MAX_SECONDS):
-            failure.failures = 0
-        failure.failures += 1
-        failure.last_failure_at = utcnow()
-        session.add(failure)
+def _seconds_to_wait(session: Session, username: str, client: str) -> int:
+    """The longer of the waits of this (username, address) pair and of the address alone."""
+    pair = session.get(LoginFailure, (username, client)) if username else None
+    own = session.get(LoginFailure, (ADDRESS_ROW, client))
+    return max(_throttle_seconds_left(pair, THROTTLE_FREE_FAILURES),
+               _throttle_seconds_left(own, ADDRESS_FREE_FAILURES))
 
 
-def login(session: Session, username: str, password: str) -> IssuedToken:
+def _count_failure(session: Session, username: str, client: str) -> None:
+    """Add one failure to the row (username, client), starting over after a quiet window."""
+    now = utcnow()
+    cutoff = now - timedelta(seconds=THROTTLE_MAX_SECONDS)
+    dialect = session.get_bind().dialect.name
+    if dialect not in _UPSERTS:  # other databases: read and write (a concurrent twin may conflict)
+        row = session.get(LoginFailure, (username, client))
+        if row is None:
+            row = LoginFailure(username=username, client_address=client, failures=0, last_failure_at=now)
+        row.failures = 1 if row.last_failure_at < cutoff else row.failures + 1
+        row.last_failure_at = now
+        session.add(row)
+        return
+    table = LoginFailure.__table__
+    statement = _UPSERTS[dialect](table).values(
+        username=username, client_address=client, failures=1, last_failure_at=now)
+    session.execute(statement.on_conflict_do_update(
+        index_elements=[table.c.username, table.c.client_address],
+        set_={"failures": case((table.c.last_failure_at < cutoff, 1), else_=table.c.failures + 1),
+              "last_failure_at": now},
+    ))
+
+
+def _record_failure(session: Session, username: str, client: str) -> None:
+    """Count a failure for the pair and for the address, and forget rows past the window."""
+    cutoff = utcnow() - timedelta(seconds=THROTTLE_MAX_SECONDS)
+    session.execute(delete(LoginFailure).where(LoginFailure.last_failure_at < cutoff))
+    if username:
+        _count_failure(session, username, client)
+    _count_failure(session, ADDRESS_ROW, client)
+    session.commit()
+
+
+def login(session: Session, username: str, password: str, *, client_address: str | None) -> IssuedToken:
     """Check credentials and issue a login token.
 
+    Throttling counts failures per (username, client address) and per client address (see
+    `client_key`), never per username alone: strangers guessing from other addresses cannot
+    lock an account out. After THROTTLE_FREE_FAILURES failures for one username from one
+    address, or ADDRESS_FREE_FAILURES from one address over all usernames, further attempts
+    from there wait 30 s, doubling per failure up to THROTTLE_MAX_SECONDS; a throttled attempt
+    checks no password and counts nothing. A successful login clears its pair's counter, not
+    the address's (signing in to an own account does not buy more guesses at others).
+    Unknown users cost the same Argon2 verification and count the same as wrong passwords.
+
+    Args:
+        session: the database session; failures are committed at once, a success by the caller.
+        username: as typed (surrounding blanks ignored).
+        password: as typed.
+        client_address: the peer address the request came from (None when not known).
+
+    Returns:
+        The issued login token.
+
     Raises:
-        LoginThrottled: after too many recent failures for this username.
+        LoginThrottled: after too many recent failures for this username from this address,
+            or from this address over all usernames.
         LoginFailed: for an unknown user, a wrong password or a disabled account, with one
             message for all three.
     """
     username = (username or "").strip()
-    failure = session.get(LoginFailure, username)
-    wait = _throttle_seconds_left(failure)
+    key = username[:USERNAME_KEY_MAX]
+    client = client_key(client_address)
+    wait = _seconds_to_wait(session, key, client)
     if wait:
         raise LoginThrottled(wait)
-    user = session.exec(select(User).where(User.username == username)).first()
+    user = session.exec(select(User).where(User.username == username)).first() if username else None
     ok = verify_password(user.password_hash if user else None, password or "")
     if not ok or user is None or user.disabled:
-        _record_failure(session, username)
-        session.commit()
+        _record_failure(session, key, client)
         raise LoginFailed(LOGIN_FAILED_MESSAGE)
-    if failure is not None:
-        session.delete(failure)
+    session.execute(delete(LoginFailure).where(LoginFailure.username == key, LoginFailure.client_address == client))
     return issue_token(session, user, kind="login")
 
 

@@ -117,7 +117,7 @@ class AuthState(rx.State):
             return
         try:
             with session_scope() as session:
-                issued = auth.login(session, username, password)
+                issued = auth.login(session, username, password, client_address=self.router.session.client_ip)
                 user = session.get(User, issued.user_id)
                 self._remember(user)
         except auth.LoginFailed as exc:

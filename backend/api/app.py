@@ -13,6 +13,7 @@ from backend.api.actions import router as actions_router
 from backend.api.administration import router as administration_router
 from backend.api.catalog import router as catalog_router
 from backend.api.core import router as core_router
+from backend.api.input_guard import InputGuard
 from backend.api.monitor import router as monitor_router
 from backend.api.notifications import router as notifications_router
 from backend.api.sso import router as sso_router
@@ -57,6 +58,7 @@ def create_api() -> FastAPI:
         docs_url="/api/docs",
         redoc_url=None,
     )
+    api.add_middleware(InputGuard)  # JSON bodies: UTF-8, at most 64 levels, no lone surrogates (issue 15)
     api.add_exception_handler(RequestValidationError, _request_validation)
     api.add_exception_handler(InvalidInput, _handler(422))
     api.add_exception_handler(NotFound, _handler(404))

@@ -52,10 +52,16 @@ def health() -> JSONResponse:
 
 
 @router.post("/auth/login", response_model=LoginResponse, tags=["auth"], **permission("public"))
-def auth_login(body: LoginRequest, session: DbSession) -> JSONResponse:
-    """Exchange username and password for a bearer token."""
+def auth_login(body: LoginRequest, request: Request, session: DbSession) -> JSONResponse:
+    """Exchange username and password for a bearer token.
+
+    Throttling counts per (username, client address) and per client address (`backend.auth`);
+    the address is the peer of the connection (``request.client.host``), X-Forwarded-For is not
+    believed, so behind a reverse proxy every caller shares the proxy's address.
+    """
     try:
-        issued = login(session, body.username, body.password)
+        issued = login(session, body.username, body.password,
+                       client_address=request.client.host if request.client else None)
     except LoginThrottled as exc:
         return JSONResponse(
             {"detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after_seconds)}

@@ -189,13 +189,17 @@ class AuthToken(SQLModel, table=True):
 
 
 class LoginFailure(SQLModel, table=True):
-    """Recent failed logins per username, for throttling across worker processes."""
+    """Recent failed logins, for throttling across worker processes (see `backend.auth`).
+
+    One row per (username, client address) and one per client address alone (username "").
+    """
 
     __tablename__ = "login_failure"
 
     username: str = Field(primary_key=True, max_length=150)
+    client_address: str = Field(primary_key=True, max_length=64)
     failures: int = 0
-    last_failure_at: datetime = Field(default_factory=utcnow)
+    last_failure_at: datetime = Field(default_factory=utcnow, index=True)
 
 
 # --- workflows -----------------------------------------------------------------------------

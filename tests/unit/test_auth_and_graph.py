@@ -37,7 +37,7 @@ def test_tokens_are_stored_hashed_and_stop_working_when_expired_revoked_or_disab
     user = User(username="ada", password_hash=auth.hash_password("pw"))
     session.add(user)
     session.commit()
-    issued = auth.login(session, "ada", "pw")
+    issued = auth.login(session, "ada", "pw", client_address="10.0.0.1")
     session.commit()
     row = session.exec(select(AuthToken)).one()
     assert row.token_hash == auth.token_digest(issued.token) and issued.token not in row.token_hash
@@ -49,18 +49,18 @@ def test_tokens_are_stored_hashed_and_stop_working_when_expired_revoked_or_disab
     session.commit()
     assert auth.user_for_token(session, issued.token) is None
 
-    second = auth.login(session, "ada", "pw")
+    second = auth.login(session, "ada", "pw", client_address="10.0.0.1")
     session.commit()
     auth.revoke_token(session, second.token)
     session.commit()
     assert auth.user_for_token(session, second.token) is None
 
-    third = auth.login(session, "ada", "pw")
+    third = auth.login(session, "ada", "pw", client_address="10.0.0.1")
     user.disabled = True
     session.commit()
     assert auth.user_for_token(session, third.token) is None
     with pytest.raises(auth.LoginFailed, match="Unknown user or wrong password"):
-        auth.login(session, "ada", "pw")
+        auth.login(session, "ada", "pw", client_address="10.0.0.1")
 
 
 def test_a_successful_login_clears_earlier_failures(session):
@@ -68,12 +68,12 @@ def test_a_successful_login_clears_earlier_failures(session):
     session.commit()
     for _ in range(auth.THROTTLE_FREE_FAILURES - 1):
         with pytest.raises(auth.LoginFailed):
-            auth.login(session, "bo", "bad")
-    auth.login(session, "bo", "pw")
+            auth.login(session, "bo", "bad", client_address="10.0.0.1")
+    auth.login(session, "bo", "pw", client_address="10.0.0.1")
     session.commit()
     for _ in range(auth.THROTTLE_FREE_FAILURES - 1):
         with pytest.raises(auth.LoginFailed) as failed:
-            auth.login(session, "bo", "bad")
+            auth.login(session, "bo", "bad", client_address="10.0.0.1")
         assert not isinstance(failed.value, auth.LoginThrottled)
 
 
