@@ -28,6 +28,7 @@ from backend.db.models import (
 )
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.features.registry import get_feature, get_features
+from backend.names import clean_name
 from backend.rbac.access import AccessContext
 from backend.rbac.resolver import Decision
 from backend.rbac.rights import DATA, RESOURCE, UI
@@ -145,7 +146,7 @@ class Administration:
     def create_mandate(self, name: str) -> Mandate:
         if not self.actor.is_sysadmin:
             raise Forbidden("only a system administrator can create mandates")
-        return create_mandate(self.session, name)
+        return create_mandate(self.session, clean_name(name, "name"))
 
     # --- users -------------------------------------------------------------------------------
 
@@ -241,7 +242,7 @@ class Administration:
 
     def create_instance(self, mandate_id: str, feature_code: str, label: str) -> FeatureInstance:
         mandate = self._mandate_for(mandate_id, MANAGE_INSTANCES)
-        return create_feature_instance(self.session, mandate, feature_code, label)
+        return create_feature_instance(self.session, mandate, feature_code, clean_name(label, "label"))
 
     def _instance_for_access_management(self, instance_id: str) -> FeatureInstance:
         instance = self.session.get(FeatureInstance, instance_id)

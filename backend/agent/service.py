@@ -19,6 +19,7 @@ from backend.agent.runner import AgentEvent, AgentRunner
 from backend.db import get_engine
 from backend.db.models import AgentChat, AgentRun, AgentStep, FeatureInstance, User, utcnow
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
+from backend.names import clean_name
 from backend.rbac.access import AccessContext
 from backend.rbac.rights import Level
 from backend.statemachines import agent_run as states
@@ -190,7 +191,7 @@ def rename_chat(access: AccessContext, instance_id: str, chat_id: str, title: An
     _require_change(access, instance, chat, "update")
     if not isinstance(title, str) or not title.strip() or len(title.strip()) > 200:
         raise InvalidInput([FieldError("title", "must be a text of 1 to 200 characters")])
-    chat.title = title.strip()
+    chat.title = clean_name(title, "title")
     chat.sys_modified_at = utcnow()
     access.session.add(chat)
     access.session.commit()

@@ -12,13 +12,13 @@ worker, and 429 with Retry-After while POWERON_MAX_QUEUED_RUNS runs wait to star
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Request
 from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
+from backend import json_limits
 from backend.api.deps import CurrentUser, DbSession
 from backend.api.permissions import permission
 from backend.api.schemas import CamelModel, StrictCamelModel
@@ -133,7 +133,7 @@ async def submit_form(workflow_id: WorkflowId, request: Request) -> RunAccepted:
     """Submit the public form: 202 {runId}; 422 naming each missing or invalid field."""
     raw = await read_body(request, get_settings().webhook_max_bytes)
     try:
-        values = json.loads(raw) if raw else None
+        values = json_limits.loads(raw) if raw else None  # any content type: the limits apply too
     except ValueError:
         raise InvalidInput([FieldError("body", "must be a JSON object of field values")]) from None
     try:

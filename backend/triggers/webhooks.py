@@ -25,7 +25,6 @@ is enforced by the route while reading the body.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from backend import json_limits
 from backend.db import session_scope
 from backend.db.engine import write_gate
 from backend.db.models import WebhookDelivery
@@ -125,11 +125,16 @@ def verify(target: launch.Target, body: bytes, headers: Mapping[str, str]) -> st
 
 
 def parse_body(body: bytes) -> Any:
-    """JSON when the body is JSON, else its text (None when empty)."""
+    """JSON when the body is JSON, else its text (None when empty).
+
+    Parsed after the signature check; JSON beyond backend/json_limits.py (deeper than 64 levels,
+    a lone surrogate, NaN) is refused with InvalidInput (422) naming ``body.<path>``, so nothing
+    stored can make a later answer fail.
+    """
     if not body:
         return None
     try:
-        return json.loads(body)
+        return json_limits.loads(body, "body")
     except ValueError:
         return body.decode("utf-8", errors="replace")
 

@@ -3,7 +3,8 @@
 An export is ``{"poweronWorkflow": 1, "name": …, "exportedAt": …, "graph": {…}}`` with every
 webhook secret replaced by the mask (backend/triggers/secrets.py): secrets never leave in a
 file. An import accepts such a document or a bare graph ``{"nodes": […], "edges": […]}`` and
-checks its structure (graph.require_valid_structure); the full rules of DESIGN §4 apply when the
+checks the limits of any JSON from outside (backend/json_limits.py: at most 64 levels deep, no
+lone surrogate, no NaN) and its structure (graph.require_valid_structure); the full rules of DESIGN §4 apply when the
 draft is validated or published, as for any draft. A masked secret in an imported graph keeps
 the secret the workflow has for that node, or none.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 from backend.db.models import utcnow
 from backend.errors import FieldError, InvalidInput
+from backend.json_limits import loads as load_checked
 from backend.triggers.secrets import redact
 from backend.workflows.graph import require_valid_structure
 
@@ -47,15 +49,15 @@ def parse_import_named(raw: bytes | str) -> tuple[dict[str, Any], str]:
     """The graph of an imported file (an export document or a bare graph), structure checked, and
     the workflow name an export document carries ("" for a bare graph).
 
-    Raises InvalidInput naming the problem: not UTF-8, not JSON (with line and column), not an
-    object, neither shape, an unknown export version, or each structural problem of the graph
-    (with its node id and field).
+    Raises InvalidInput naming the problem: not UTF-8, not JSON (with line and column), beyond
+    the JSON limits (with its path), not an object, neither shape, an unknown export version, or
+    each structural problem of the graph (with its node id and field).
     """
     text = _decode(raw)
     if not text.strip():
         raise _invalid("file", f"is empty; expected {SHAPES}")
     try:
-        data = json.loads(text)
+        data = load_checked(text, "file")
     except json.JSONDecodeError as exc:
         raise _invalid("file", f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     if not isinstance(data, dict):
