@@ -57,10 +57,7 @@ class NodeProblem(TypedDict):
 
 
 def _group_name(node_type: NodeType) -> str:
-    if node_type.toolbox:
-        return f"Toolbox: {node_type.toolbox}"
-    return {"trigger": "Triggers", "flow": "Flow", "human": "People", "ai": "AI", "code": "Code",
-            "email": "E-mail"}.get(node_type.category, node_type.category.capitalize())
+    return node_type.group
 
 
 def _palette_groups(query: str) -> list[PaletteGroup]:

@@ -16,6 +16,7 @@ import re
 
 import reflex as rx
 
+from backend.workflows.node_types import node_type
 from state.param_fields import ParamField
 from state.permissions import requires
 from state.workspace_files import FilesMixin
@@ -51,7 +52,8 @@ class EditorFilesMixin(FilesMixin, mixin=True):
         """The selected node's parameters a file can be picked into ([] without a selected node)."""
         if not self.selected_node:
             return []
-        return file_fields(self.param_fields, trigger=self.node_type_id.startswith("trigger."))
+        kind = node_type(self.node_type_id)
+        return file_fields(self.param_fields, trigger=kind is not None and kind.is_trigger)
 
     @rx.event
     @requires("DATA", WORKFLOW_DATA)

@@ -50,6 +50,8 @@ class Action:
         instance_table: a DATA table the calling feature instance must have for the action to
             work there (e.g. "file": the instance's file store); agents are offered it only in
             instances of features that have it.
+        raw_parameters: parameters with a `{{ }}` language of their own (templates): as a graph
+            node, they reach the action as written, not evaluated as workflow expressions.
     """
 
     id: str
@@ -65,6 +67,7 @@ class Action:
     connection_type: str | None = None
     cost_chf: float | None = None
     instance_table: str | None = None
+    raw_parameters: frozenset[str] = frozenset()
 
     @property
     def resource_item(self) -> str:
@@ -132,6 +135,7 @@ def action(
     connection_type: str | None = None,
     cost_chf: float | None = None,
     instance_table: str | None = None,
+    raw_parameters: tuple[str, ...] = (),
 ) -> Callable[[Callable], Callable]:
     """Declare a function `fn(params, context)` as an action of the library."""
     unknown = set(capabilities) - CAPABILITIES
@@ -144,7 +148,7 @@ def action(
             id=id, toolbox=toolbox, label=label, description=description, params_model=params,
             output_model=output, fn=fn, agent_tool=agent_tool, graph_node=graph_node,
             capabilities=frozenset(capabilities), connection_type=connection_type, cost_chf=cost_chf,
-            instance_table=instance_table,
+            instance_table=instance_table, raw_parameters=frozenset(raw_parameters),
         ))
         return fn
 

@@ -22,9 +22,12 @@ from collections import defaultdict
 from collections.abc import Collection
 from typing import Any
 
-from backend.workflows.node_types import DEFAULT_HANDLE
+from backend.workflows.node_types import DEFAULT_HANDLE, NodeType, node_type
 
-LOOP_TYPE = "flow.loop"
+
+def _kind(node: dict[str, Any]) -> NodeType | None:
+    """The registry entry of the node's type (None for an unknown type)."""
+    return node_type(node.get("type"))
 
 
 class Graph:
@@ -45,7 +48,7 @@ class Graph:
         self.body: dict[str, set[str]] = {}
         self.loop_of: dict[str, str] = {}
         for node_id, node in self.nodes.items():
-            if node.get("type") == LOOP_TYPE:
+            if (kind := _kind(node)) is not None and kind.is_loop:
                 self.body[node_id] = self._reachable_from(node_id, "each")
         # The innermost loop of a node is the loop with the smallest body containing it.
         for loop_id, members in sorted(self.body.items(), key=lambda item: -len(item[1])):
@@ -55,6 +58,10 @@ class Graph:
             index for loop_id, members in self.body.items()
             for index in self.incoming[loop_id] if self.edges[index]["source"] in members
         }
+
+    def is_loop(self, node_id: str) -> bool:
+        """Whether the node is a loop (its type's `is_loop`): it has a body."""
+        return node_id in self.body
 
     def handle(self, index: int) -> str:
         """The source handle of an edge; a missing one means `out` (DESIGN §4)."""
@@ -100,7 +107,7 @@ class Frontier:
         """Start at the trigger `start`; every other trigger's edges are dead (it did not fire)."""
         self.ready = [start]
         for node_id, node in self.graph.nodes.items():
-            if node_id != start and not self.graph.incoming[node_id] and node.get("type", "").startswith("trigger."):
+            if node_id != start and not self.graph.incoming[node_id] and (kind := _kind(node)) and kind.is_trigger:
                 self.finished.add(node_id)
                 self._kill(self.graph.outgoing[node_id])
 
@@ -140,7 +147,7 @@ class Frontier:
         dying: list[int] = []
         for index in graph.outgoing[node_id]:
             (fired if graph.handle(index) in handles else dying).append(index)
-        if graph.nodes[node_id].get("type") == LOOP_TYPE and "each" in handles:
+        if graph.is_loop(node_id) and "each" in handles:
             self.waiting.add(node_id)
             # `done` stays undecided until the last iteration: it must neither fire nor die.
             dying = [i for i in dying if graph.handle(i) != "done"]

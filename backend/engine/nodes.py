@@ -1,5 +1,6 @@
-"""One handler per built-in node type (DESIGN §4), looked up by type; node actions go through
-execute_action.
+"""The engine functions that run nodes: one per kind of built-in node (DESIGN §4) and
+`run_action` for node actions, which go through execute_action. Which function runs which type
+is a fact of the type's entry in backend.workflows.node_types (`NodeType.handler`).
 
 A handler gets a :class:`NodeCall` (the node, its evaluated parameters, the expression scope and
 the run's session and starter) and returns an :class:`Outcome`: the output and the handles the
@@ -18,17 +19,10 @@ from typing import Any
 
 from sqlmodel import Session
 
-from backend.actions import ActionContext, execute_action, get_registry
+from backend.actions import ActionContext, execute_action
 from backend.db.models import HumanTask, User, WorkflowRun, utcnow
 from backend.engine.expressions import ExpressionScope
-from backend.workflows.node_types import DEFAULT_HANDLE, switch_case_handle
-
-# Parameters that carry their own `{{ }}` (a template language or code) and so are not evaluated
-# as workflow expressions before the node runs.
-RAW_PARAMETERS: dict[str, frozenset[str]] = {
-    "script.python": frozenset({"code"}),
-    "context.transform": frozenset({"template", "mapping"}),
-}
+from backend.workflows.node_types import DEFAULT_HANDLE, node_type, switch_case_handle
 
 
 class StepError(Exception):
@@ -79,53 +73,28 @@ class Outcome:
 
 
 Handler = Callable[[NodeCall], Outcome]
-HANDLERS: dict[str, Handler] = {}
-# Built-in types whose work takes real time (a model, a subprocess): independent ones run at once.
-CONCURRENT_TYPES: set[str] = set()
-
-
-def handles(*types: str, concurrent: bool = False) -> Callable[[Handler], Handler]:
-    """Register a function as the handler of `types`; `concurrent` if independent nodes of these
-    types may run at the same time (each in a session of its own)."""
-    def register(fn: Handler) -> Handler:
-        for type_id in types:
-            HANDLERS[type_id] = fn
-            if concurrent:
-                CONCURRENT_TYPES.add(type_id)
-        return fn
-    return register
 
 
 def runs_concurrently(type_id: str) -> bool:
-    """Whether independent nodes of this type run at the same time: node actions and the slow
-    built-ins do; flow control, triggers and human steps run one at a time."""
-    return type_id in CONCURRENT_TYPES or (type_id not in HANDLERS and handler_for(type_id) is run_action)
-
-
-def handler_for(type_id: str) -> Handler | None:
-    """The handler of a node type: a built-in one, else the action of that id, else None."""
-    if type_id in HANDLERS:
-        return HANDLERS[type_id]
-    found = get_registry().get(type_id)
-    return run_action if found is not None and found.graph_node else None
+    """Whether independent nodes of this type run at the same time (`NodeType.concurrent`): node
+    actions and the slow built-ins do; flow control, triggers and human steps run one at a time."""
+    found = node_type(type_id)
+    return found is not None and found.concurrent
 
 
 # --- triggers and flow ----------------------------------------------------------------------
 
 
-@handles("trigger.manual", "trigger.schedule", "trigger.webhook", "trigger.form", "trigger.event")
 def trigger(call: NodeCall) -> Outcome:
     """A trigger's output is the run input (the trigger payload)."""
     return Outcome(output=call.scope.input)
 
 
-@handles("flow.ifElse")
 def if_else(call: NodeCall) -> Outcome:
     result = bool(call.parameters.get("condition"))
     return Outcome(output={"result": result}, handles=("true" if result else "false",))
 
 
-@handles("flow.switch")
 def switch(call: NodeCall) -> Outcome:
     """The first case whose (evaluated) value equals `value`; else `default`.
 
@@ -140,7 +109,6 @@ def switch(call: NodeCall) -> Outcome:
     return Outcome(output={"value": value, "case": "default"}, handles=("default",))
 
 
-@handles("flow.loop")
 def loop(call: NodeCall) -> Outcome:
     """Entering a loop: the items; the executor runs the body once per item."""
     items = call.parameters.get("items")
@@ -151,20 +119,17 @@ def loop(call: NodeCall) -> Outcome:
     return Outcome(output=items, handles=("each",) if items else ("done",))
 
 
-@handles("flow.merge")
 def merge(call: NodeCall) -> Outcome:
     """The outputs of the branches that arrived, by source node id."""
     return Outcome(output=dict(call.incoming))
 
 
-@handles("flow.stop")
 def stop(call: NodeCall) -> Outcome:
     status = call.parameters.get("status") or "completed"
     message = call.parameters.get("message")
     return Outcome(output={"status": status, "message": message}, handles=(), stop=status, message=message)
 
 
-@handles("flow.wait")
 def wait(call: NodeCall) -> Outcome:
     """Suspend the node until its wake-up time; backend.engine.timers.wake_due_runs resumes it.
 
@@ -187,7 +152,6 @@ def wait(call: NodeCall) -> Outcome:
     return Outcome(output={"wakeAt": wake_at.astimezone(UTC).isoformat()}, handles=(), suspend="wait")
 
 
-@handles("email.checkEmail")
 def check_email(call: NodeCall) -> Outcome:
     """Suspend the node until a matching mail arrives; backend.engine.mailbox.poll_mailboxes
     resumes it with the mail as output. Mails received from now on (`since`) are considered."""
@@ -200,7 +164,6 @@ def check_email(call: NodeCall) -> Outcome:
 # --- people -----------------------------------------------------------------------------------
 
 
-@handles("input.approval", "input.form")
 def human_task(call: NodeCall) -> Outcome:
     """Create the HumanTask and suspend the node until a person completes it."""
     p = call.parameters
@@ -208,7 +171,7 @@ def human_task(call: NodeCall) -> Outcome:
     task = HumanTask(
         run_id=call.run.id, node_id=call.node_id, mandate_id=call.run.mandate_id,
         feature_instance_id=call.run.feature_instance_id,
-        kind="approval" if call.node["type"] == "input.approval" else "form",
+        kind=node_type(call.node["type"]).human_task,
         title=str(p.get("title") or "")[:500], message=p.get("message"), fields=p.get("fields"),
         assignee=p.get("assignee"), due_at=utcnow() + timedelta(seconds=int(timeout)) if timeout else None,
         on_timeout=p.get("onTimeout") or "cancel",
@@ -221,7 +184,6 @@ def human_task(call: NodeCall) -> Outcome:
 # --- AI ---------------------------------------------------------------------------------------
 
 
-@handles("ai.prompt", concurrent=True)
 def ai_prompt(call: NodeCall) -> Outcome:
     from backend.ai.client import AiError, get_ai_client
 
@@ -241,7 +203,6 @@ def _normalise(text: str) -> str:
     return text.strip().strip("\"'`.").strip().casefold()
 
 
-@handles("ai.decide", concurrent=True)
 def ai_decide(call: NodeCall) -> Outcome:
     """The model picks one option; its handle is followed. Any other answer is a step error."""
     from backend.ai.client import AiError, get_ai_client
@@ -264,7 +225,6 @@ def ai_decide(call: NodeCall) -> Outcome:
 # --- code -------------------------------------------------------------------------------------
 
 
-@handles("script.python", concurrent=True)
 def script_python(call: NodeCall) -> Outcome:
     """Run the code in the sandbox; its `input` is the run input, node outputs and loop item."""
     from backend.sandbox import probe, run_python

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.workflows.node_types import DEFAULT_HANDLE, NodeType, palette
+from backend.workflows.node_types import DEFAULT_HANDLE, NodeType, node_type
 from backend.workflows.validation import cycle_errors
-
-
-def _registry() -> dict[str, NodeType]:
-    return {t.type: t for t in palette()}
 
 
 def _nodes(graph: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -49,7 +45,7 @@ def _handles(node: dict[str, Any], node_type: NodeType) -> list[str]:
 def handles_of(node: dict[str, Any]) -> list[str]:
     """The output handles of `node` (switch cases and ai.decide options from its parameters, `error`
     when onError is "route"); ["out"] for a type that is not in the palette."""
-    found = _registry().get(node.get("type")) if isinstance(node.get("type"), str) else None
+    found = node_type(node.get("type"))
     return _handles(node, found) if found is not None else [DEFAULT_HANDLE]
 
 
@@ -71,9 +67,7 @@ def connection_error(graph: dict[str, Any], source: str, source_handle: str | No
             return f"{role} '{node_id}' is not in the graph; its nodes are: {', '.join(nodes) or 'none'}"
     if source == target:
         return f"'{source}' cannot connect to itself: that would be a cycle"
-    registry = _registry()
-    types = {node_id: registry.get(node.get("type")) if isinstance(node.get("type"), str) else None
-             for node_id, node in nodes.items()}
+    types = {node_id: node_type(node.get("type")) for node_id, node in nodes.items()}
     handle = source_handle or DEFAULT_HANDLE
     source_type = types[source]
     if source_type is not None:

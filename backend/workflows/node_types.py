@@ -1,19 +1,27 @@
-"""The built-in node types of DESIGN §4 and the palette: built-ins plus every node action.
+"""The one registry of node types: the built-ins of DESIGN §4 and every action marked as node.
 
-A node type names its parameters (a pydantic model, published as JSON Schema) and its
-output handles. Handles that depend on parameters (switch cases, ai.decide options) are
-declared as `dynamic_handles` naming the parameter they come from.
+A :class:`NodeType` holds every fact about its type: its parameters (a pydantic model, published
+as JSON Schema), its output handles (static ones, and dynamic ones taken from a parameter:
+switch cases, ai.decide options; onError "route" adds `error`), the engine function that runs
+it (backend/engine/nodes.py), the parameters the engine hands over unevaluated, how it behaves
+(trigger, loop, merge, human step, concurrent) and its palette group, label and description.
+The engine, validation, suggestions, the editor and the agent read these entries; no other
+module keeps a table of node types.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from backend.actions.base import Action
 from backend.actions.registry import get_registry
 from backend.scheduler.cron import parse_cron, parse_timezone
 from backend.workflows.expression_syntax import looks_templated
@@ -200,6 +208,12 @@ class RetryPolicy(BaseModel):
 ON_ERROR = ("fail", "continue", "route")
 ERROR_HANDLE = "error"
 DEFAULT_HANDLE = "out"
+# The module whose functions run the nodes; a NodeType names its handler there (see NodeType.handler).
+HANDLER_MODULE = "backend.engine.nodes"
+ACTION_HANDLER = "run_action"
+# Palette group of each category of built-ins; node actions are grouped by toolbox.
+CATEGORY_GROUPS = {"trigger": "Triggers", "flow": "Flow", "human": "People", "ai": "AI", "code": "Code",
+                   "email": "E-mail"}
 
 
 def switch_case_handle(case: Any) -> str | None:
@@ -213,33 +227,121 @@ def switch_case_handle(case: Any) -> str | None:
 
 
 @dataclass(frozen=True)
+class DynamicHandles:
+    """Output handles a node takes from one of its parameters, one per item of a written-out list.
+
+    Attributes:
+        parameter: The parameter holding the list (e.g. "cases").
+        item: What one item is called in messages (e.g. "case").
+        handle_of: The handle of one item, or None when the item names none.
+    """
+
+    parameter: str
+    item: str
+    handle_of: Callable[[Any], str | None]
+
+    def of(self, parameters: Any) -> list[str]:
+        """The handles the node's `parameters` give (none while the list is not written out)."""
+        values = parameters.get(self.parameter) if isinstance(parameters, dict) else None
+        if not isinstance(values, list):
+            return []
+        return [handle for handle in map(self.handle_of, values) if handle is not None]
+
+
+SWITCH_CASES = DynamicHandles("cases", "case", switch_case_handle)
+DECIDE_OPTIONS = DynamicHandles("options", "option", str)
+
+
+@functools.cache
+def _handler_named(name: str) -> Callable[..., Any]:
+    # Imported when first used: the engine imports this module, not the other way round.
+    return getattr(importlib.import_module(HANDLER_MODULE), name)
+
+
+@dataclass(frozen=True)
 class NodeType:
-    """One entry of the palette."""
+    """One node type: everything the engine, validation, the editor and the agent know about it.
+
+    Attributes:
+        type: The type id of the graph JSON (e.g. "flow.loop", or an action id).
+        label: Short name in the palette.
+        category: Kind of node (trigger, flow, human, …; a node action's toolbox).
+        description: One sentence for the palette and the agent.
+        params_model: Pydantic model of the parameters (published as JSON Schema).
+        handles: Static output handles.
+        dynamic: Handles taken from a parameter (switch cases, ai.decide options), before the static ones.
+        handler_name: The function of HANDLER_MODULE that runs a node of this type.
+        raw_parameters: Top-level parameters with a `{{ }}` language of their own (code, templates):
+            handed to the handler as written, not evaluated as workflow expressions.
+        run_trigger: For a trigger: the kind of run it starts (WorkflowRun.trigger: manual, webhook, …).
+        is_loop: Runs the body behind its `each` handle once per item, the body returning into it, then `done`.
+        waits_for_live_branches: Runs once every branch into it that is still live has arrived and
+            gets their outputs (flow.merge).
+        human_task: The kind of HumanTask a node of this type waits for (form, approval), if any.
+        concurrent: Independent nodes of this type run at the same time (slow work: models, scripts, actions).
+        literal_parameters: Parameters read before any run exists: expressions are refused.
+        literal_reader: Who reads them then, for the message (e.g. "the scheduler").
+        toolbox: For a node action: its toolbox.
+    """
 
     type: str
     label: str
     category: str
     description: str
     params_model: type[BaseModel]
-    handles: tuple[str, ...] = ("out",)
-    dynamic_handles: str | None = None
-    is_trigger: bool = False
+    handles: tuple[str, ...] = (DEFAULT_HANDLE,)
+    dynamic: DynamicHandles | None = None
+    handler_name: str = ACTION_HANDLER
+    raw_parameters: frozenset[str] = frozenset()
+    run_trigger: str | None = None
+    is_loop: bool = False
+    waits_for_live_branches: bool = False
+    human_task: str | None = None
+    concurrent: bool = False
+    literal_parameters: tuple[str, ...] = ()
+    literal_reader: str = ""
     toolbox: str | None = None
+
+    @property
+    def is_trigger(self) -> bool:
+        """Whether the node starts runs (takes no incoming edge)."""
+        return self.run_trigger is not None
+
+    @property
+    def is_human(self) -> bool:
+        """Whether the node waits for a person (a HumanTask)."""
+        return self.human_task is not None
+
+    @property
+    def handler(self) -> Callable[..., Any]:
+        """The engine function that runs a node of this type (backend.engine.nodes)."""
+        return _handler_named(self.handler_name)
+
+    @property
+    def dynamic_handles(self) -> str | None:
+        """The parameter that gives handles (as published: `dynamicHandles`), if any."""
+        return self.dynamic.parameter if self.dynamic else None
+
+    @property
+    def group(self) -> str:
+        """The palette group: a toolbox for node actions, else the category's group."""
+        if self.toolbox:
+            return f"Toolbox: {self.toolbox}"
+        return CATEGORY_GROUPS.get(self.category, self.category.capitalize())
 
     def output_handles(self, parameters: Any = None, on_error: Any = None) -> list[str]:
         """The handles of a node of this type: dynamic ones first (switch cases, ai.decide options),
         then the static ones, then `error` when onError is "route"."""
-        dynamic: list[str] = []
-        values = parameters.get(self.dynamic_handles) if self.dynamic_handles and isinstance(parameters, dict) else None
-        if isinstance(values, list):
-            if self.dynamic_handles == "cases":
-                dynamic = [h for h in (switch_case_handle(case) for case in values) if h is not None]
-            else:
-                dynamic = [str(option) for option in values]
+        dynamic = self.dynamic.of(parameters) if self.dynamic else []
         handles = [*dynamic, *self.handles]
         if on_error == "route":
             handles.append(ERROR_HANDLE)
         return handles
+
+    def described_handles(self) -> list[str]:
+        """The handles in words, for a type rather than a node: "<one per case>" for dynamic ones."""
+        dynamic = [f"<one per {self.dynamic.item}>"] if self.dynamic else []
+        return [*dynamic, *self.handles]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -255,48 +357,76 @@ class NodeType:
         }
 
 
+def _trigger(type_id: str, label: str, description: str, params: type[BaseModel], **facts: Any) -> NodeType:
+    """A trigger: it starts runs of the kind named by its type (trigger.webhook → webhook)."""
+    return NodeType(type_id, label, "trigger", description, params, handler_name="trigger",
+                    run_trigger=type_id.removeprefix("trigger."), **facts)
+
+
+def _human(type_id: str, label: str, description: str, params: type[BaseModel], task: str,
+           handles: tuple[str, ...]) -> NodeType:
+    """A step that waits for a person: the handler creates a HumanTask of kind `task`."""
+    return NodeType(type_id, label, "human", description, params, handles, handler_name="human_task",
+                    human_task=task)
+
+
 BUILTIN_NODE_TYPES: tuple[NodeType, ...] = (
-    NodeType("trigger.manual", "Manual start", "trigger", "Started by a person or the API", NoParams,
-             is_trigger=True),
-    NodeType("trigger.schedule", "Schedule", "trigger", "Runs on a cron schedule or at an interval",
-             ScheduleParams, is_trigger=True),
-    NodeType("trigger.webhook", "Webhook", "trigger", "Runs when a signed HTTP request arrives", WebhookParams,
-             is_trigger=True),
-    NodeType("trigger.form", "Form", "trigger", "Runs when someone submits a form", FormTriggerParams,
-             is_trigger=True),
-    NodeType("trigger.event", "Event", "trigger", "Runs when a platform event occurs", EventParams, is_trigger=True),
-    NodeType("flow.ifElse", "If / else", "flow", "Branches on a condition", IfElseParams, ("true", "false")),
+    _trigger("trigger.manual", "Manual start", "Started by a person or the API", NoParams),
+    _trigger("trigger.schedule", "Schedule", "Runs on a cron schedule or at an interval", ScheduleParams,
+             literal_parameters=("cron", "intervalSeconds", "timezone"), literal_reader="the scheduler"),
+    _trigger("trigger.webhook", "Webhook", "Runs when a signed HTTP request arrives", WebhookParams),
+    _trigger("trigger.form", "Form", "Runs when someone submits a form", FormTriggerParams),
+    _trigger("trigger.event", "Event", "Runs when a platform event occurs", EventParams),
+    NodeType("flow.ifElse", "If / else", "flow", "Branches on a condition", IfElseParams, ("true", "false"),
+             handler_name="if_else"),
     NodeType("flow.switch", "Switch", "flow", "Branches on a value: one handle per case, plus default",
-             SwitchParams, ("default",), dynamic_handles="cases"),
+             SwitchParams, ("default",), dynamic=SWITCH_CASES, handler_name="switch"),
     NodeType("flow.loop", "Loop", "flow", "Runs its body once per item, then continues at done", LoopParams,
-             ("each", "done")),
-    NodeType("flow.merge", "Merge", "flow", "Waits for every branch that is still live", NoParams),
-    NodeType("flow.wait", "Wait", "flow", "Pauses for a time or until a moment (survives restarts)", WaitParams),
-    NodeType("flow.stop", "Stop", "flow", "Ends the run with a status", StopParams, ()),
-    NodeType("input.form", "Form task", "human", "Asks a person to fill in a form", InputFormParams),
-    NodeType("input.approval", "Approval", "human", "Asks a person to approve or reject", ApprovalParams,
-             ("approved", "rejected")),
+             ("each", "done"), handler_name="loop", is_loop=True),
+    NodeType("flow.merge", "Merge", "flow", "Waits for every branch that is still live", NoParams,
+             handler_name="merge", waits_for_live_branches=True),
+    NodeType("flow.wait", "Wait", "flow", "Pauses for a time or until a moment (survives restarts)", WaitParams,
+             handler_name="wait"),
+    NodeType("flow.stop", "Stop", "flow", "Ends the run with a status", StopParams, (), handler_name="stop"),
+    _human("input.form", "Form task", "Asks a person to fill in a form", InputFormParams, "form",
+           (DEFAULT_HANDLE,)),
+    _human("input.approval", "Approval", "Asks a person to approve or reject", ApprovalParams, "approval",
+           ("approved", "rejected")),
     NodeType("email.checkEmail", "Wait for e-mail", "email", "Pauses until a matching e-mail arrives",
-             CheckEmailParams),
-    NodeType("ai.prompt", "AI prompt", "ai", "Asks the AI model and returns its answer", PromptParams),
+             CheckEmailParams, handler_name="check_email"),
+    NodeType("ai.prompt", "AI prompt", "ai", "Asks the AI model and returns its answer", PromptParams,
+             handler_name="ai_prompt", concurrent=True),
     NodeType("ai.decide", "AI decision", "ai", "Lets the AI pick one of the options: one handle per option",
-             DecideParams, (), dynamic_handles="options"),
-    NodeType("script.python", "Python script", "code", "Runs Python code in a sandbox", PythonParams),
+             DecideParams, (), dynamic=DECIDE_OPTIONS, handler_name="ai_decide", concurrent=True),
+    NodeType("script.python", "Python script", "code", "Runs Python code in a sandbox", PythonParams,
+             handler_name="script_python", raw_parameters=frozenset({"code"}), concurrent=True),
 )
+# An index of the tuple above, for lookups by type id (not a second list).
+_BUILTINS: dict[str, NodeType] = {n.type: n for n in BUILTIN_NODE_TYPES}
+
+
+@functools.cache
+def _action_node_type(action: Action) -> NodeType:
+    """The node type of an action marked as node: it runs through execute_action, concurrently."""
+    return NodeType(action.id, action.label, action.toolbox, action.description, action.params_model,
+                    raw_parameters=action.raw_parameters, concurrent=True, toolbox=action.toolbox)
 
 
 def palette() -> list[NodeType]:
     """Every node type a graph may use: the built-ins and each action marked as node."""
-    from_actions = [
-        NodeType(a.id, a.label, a.toolbox, a.description, a.params_model, toolbox=a.toolbox)
-        for a in get_registry().graph_nodes()
-    ]
-    builtin_ids = {n.type for n in BUILTIN_NODE_TYPES}
-    clash = [n.type for n in from_actions if n.type in builtin_ids]
+    from_actions = [_action_node_type(a) for a in get_registry().graph_nodes()]
+    clash = [n.type for n in from_actions if n.type in _BUILTINS]
     if clash:
         raise ValueError(f"actions may not reuse built-in node types: {clash}")
     return [*BUILTIN_NODE_TYPES, *from_actions]
 
 
-def node_type(type_id: str) -> NodeType | None:
-    return next((n for n in palette() if n.type == type_id), None)
+def node_type(type_id: Any) -> NodeType | None:
+    """The node type of that id: a built-in, else the action of that id marked as node, else None."""
+    if not isinstance(type_id, str):
+        return None
+    found = _BUILTINS.get(type_id)
+    if found is not None:
+        return found
+    action = get_registry().get(type_id)
+    return _action_node_type(action) if action is not None and action.graph_node else None

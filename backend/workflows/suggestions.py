@@ -17,6 +17,7 @@ from sqlmodel import Session, select
 
 from backend.db.models import RunStepLog, WorkflowRun
 from backend.workflows.connections import edge_handle
+from backend.workflows.node_types import NodeType, node_type
 
 MAX_SUGGESTIONS = 200
 MAX_DEPTH = 3
@@ -59,11 +60,16 @@ def _graph_parts(graph: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list
     return nodes, edges
 
 
+def _kind(node: dict[str, Any]) -> NodeType | None:
+    return node_type(node.get("type"))
+
+
 def _loop_bodies(nodes: dict[str, dict[str, Any]], edges: list[tuple[str, str, str]]) -> dict[str, set[str]]:
     """For each flow.loop, the nodes of its body: reachable from its `each` handle without passing the loop."""
     bodies: dict[str, set[str]] = {}
     for loop_id, node in nodes.items():
-        if node.get("type") != "flow.loop":
+        kind = _kind(node)
+        if kind is None or not kind.is_loop:
             continue
         body: set[str] = set()
         queue = deque(t for s, h, t in edges if s == loop_id and h == "each" and t != loop_id)
@@ -113,7 +119,7 @@ def expression_suggestions(graph: dict[str, Any], node_id: str,
     if any(node_id in body for body in bodies.values()):
         found += ["item", "index"]
     found.append("input")
-    trigger = next((a for a in ancestors if str(nodes[a].get("type", "")).startswith("trigger.")
+    trigger = next((a for a in ancestors if (kind := _kind(nodes[a])) is not None and kind.is_trigger
                     and a in last_steps), None)
     if trigger is not None:
         found += _paths(last_steps[trigger], "input")

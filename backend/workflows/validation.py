@@ -44,7 +44,6 @@ from backend.workflows.node_types import (
     NodeType,
     RetryPolicy,
     palette,
-    switch_case_handle,
 )
 
 Path = tuple[str | int, ...]
@@ -150,7 +149,7 @@ def _handle_parameter_errors(node_id: str, node_type: NodeType, parameters: dict
         return []
     values = parameters[key]
     if is_whole_expression(values):
-        what = "case" if key == "cases" else "option"
+        what = node_type.dynamic.item
         return [FieldError(f"parameters.{key}", f"must be a list written out in the graph: each {what} is an "
                                                 "output handle, so the list cannot come from an expression",
                            node_id)]
@@ -176,7 +175,7 @@ def _handle_parameter_errors(node_id: str, node_type: NodeType, parameters: dict
                 if looks_templated(explicit):
                     errors.append(FieldError(where, "must be plain text: it names an output handle", node_id))
                     continue
-            handle = switch_case_handle(item)
+            handle = node_type.dynamic.handle_of(item)
         else:
             if not isinstance(item, str):
                 continue  # the model reports the type
@@ -218,22 +217,18 @@ def parameter_errors(node_id: str, node_type: NodeType, parameters: Any, on_erro
             expressions.add(path)
     errors += _model_errors(node_type.params_model, parameters, "parameters", node_id, expressions, node_type)
     errors += _handle_parameter_errors(node_id, node_type, parameters, on_error)
-    errors += _schedule_parameter_errors(node_id, node_type, parameters)
+    errors += _literal_parameter_errors(node_id, node_type, parameters)
     return errors
 
 
-SCHEDULE_PARAMETERS = ("cron", "intervalSeconds", "timezone")
-
-
-def _schedule_parameter_errors(node_id: str, node_type: NodeType, parameters: dict) -> list[FieldError]:
-    """A trigger.schedule's cron, interval and time zone are read by the scheduler when the workflow
-    is published, before any run exists: they must be written out (the strict checks of cron and
-    time zone are ScheduleParams' validators, backend/scheduler/cron.py)."""
-    if node_type.type != "trigger.schedule":
-        return []
-    return [FieldError(f"parameters.{key}", "must be written out, not an expression: the scheduler reads it "
-                                            "when the workflow is published, before any run exists", node_id)
-            for key in SCHEDULE_PARAMETERS if looks_templated(parameters.get(key))]
+def _literal_parameter_errors(node_id: str, node_type: NodeType, parameters: dict) -> list[FieldError]:
+    """Parameters read when the workflow is published, before any run exists (`literal_parameters`:
+    a trigger.schedule's cron, interval and time zone, read by the scheduler) must be written out.
+    (The strict checks of cron and time zone are ScheduleParams' validators, backend/scheduler/cron.py.)"""
+    return [FieldError(f"parameters.{key}", f"must be written out, not an expression: {node_type.literal_reader} "
+                                            "reads it when the workflow is published, before any run exists",
+                       node_id)
+            for key in node_type.literal_parameters if looks_templated(parameters.get(key))]
 
 
 def _unknown_type_message(type_id: str, known: list[str]) -> str:
@@ -358,7 +353,7 @@ def cycle_errors(order: list[str], edges: list[tuple[int, str, str, str]],
     edge_index: dict[tuple[str, str], int] = {}
     for index, source, handle, target in edges:
         source_type = types.get(source)
-        if source_type is not None and source_type.type == "flow.loop" and handle == "each":
+        if source_type is not None and source_type.is_loop and handle == "each":
             continue
         if target not in successors[source]:
             successors[source].append(target)

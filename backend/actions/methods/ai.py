@@ -659,7 +659,8 @@ class TransformOutput(_Output):
 @action("context.transform", toolbox="ai", label="Transform data",
         description="Reshape data without AI: render a sandboxed Jinja2 template or map fields to paths and "
                     "expressions. Deterministic.",
-        params=TransformParams, output=TransformOutput, agent_tool=False, graph_node=True)
+        params=TransformParams, output=TransformOutput, agent_tool=False, graph_node=True,
+        raw_parameters=("template", "mapping"))
 def transform(params: TransformParams, context: ActionContext) -> TransformOutput:
     try:
         if params.mapping is not None:

@@ -446,8 +446,7 @@ def _one_line(text: str) -> str:
 
 
 def _handles_of(node_type: NodeType) -> list[str]:
-    dynamic = {"cases": ["<one per case>"], "options": ["<one per option>"]}.get(node_type.dynamic_handles or "", [])
-    return [*dynamic, *node_type.handles]
+    return node_type.described_handles()
 
 
 def _schema_summary(node_type: NodeType) -> tuple[list[str], list[str]]:
