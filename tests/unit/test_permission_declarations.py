@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import shutil
 import sys
 import textwrap
@@ -101,6 +102,107 @@ def test_every_event_handler_of_the_app_states_declares_its_permission():
                 problems.append(f"{where}: a {declared['kind']} permission must name its item")
     assert not problems, "\n".join(problems)
     assert checked >= 10
+
+
+# --- the items: in the catalogue, spelled once, never in state/ ------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _catalogue() -> set[tuple[str, str]]:
+    from backend.actions.registry import get_registry
+    from backend.admin import catalogue_items
+
+    actions = {("RESOURCE", a.resource_item) for a in get_registry().actions.values()}
+    return set(catalogue_items()) | actions
+
+
+def _door_classes() -> list[type]:
+    from backend.rbac.door import Door
+
+    for package in ("backend.features", "backend.files", "backend.agent", "backend.engine", "backend.monitoring",
+                    "backend.notifications"):
+        module = importlib.import_module(package)
+        for info in pkgutil.walk_packages(module.__path__, f"{package}."):
+            if ".zz_throwaway_" not in info.name and not info.name.endswith(".migrations"):
+                importlib.import_module(info.name)
+    importlib.import_module("backend.admin")
+
+    def subclasses(cls: type) -> Iterator[type]:
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    return list(set(subclasses(Door)))
+
+
+def _declared_items() -> list[tuple[str, str, str]]:
+    """(where, context, item) of every permission declared by a route, a UI handler or a door method."""
+    import reflex as rx
+
+    from backend.rbac.door import declared_methods
+    from state.permissions import ATTRIBUTE
+
+    found = []
+    for path, route in api_routes(create_api()):
+        for declared in (route.openapi_extra or {}).get("x-permissions", []):
+            found.append((f"{path}", declared["kind"], declared.get("item")))
+    built_in = set(rx.State.event_handlers)
+    for cls in _state_classes():
+        for name, handler in cls.event_handlers.items():
+            declared = getattr(handler.fn, ATTRIBUTE, None) or {}
+            for one in declared.get("all") or [declared] if name not in built_in else []:
+                found.append((f"{cls.__name__}.{name}", one.get("kind"), one.get("item")))
+    for cls in _door_classes():
+        for name, permissions in declared_methods(cls).items():
+            found += [(f"{cls.__name__}.{name}", p.kind, p.item) for p in permissions]
+    return [(w, k, i) for w, k, i in found if k in ("UI", "RESOURCE", "DATA")]
+
+
+def _known(context: str, item: str, catalogue: set[tuple[str, str]]) -> bool:
+    if (context, item) in catalogue:
+        return True
+    pattern = re.escape(item).replace(r"\*", ".*")
+    pattern = re.sub(r"\\\{[^}]*\\\}", "[^.]+", pattern)
+    return any(c == context and re.fullmatch(pattern, known) for c, known in catalogue)
+
+
+def test_every_declared_item_is_in_the_catalogue():
+    catalogue = _catalogue()
+    declared = _declared_items()
+    assert len(declared) >= 40
+    unknown = sorted({f"{where}: {context} {item}" for where, context, item in declared
+                      if not _known(context, item, catalogue)})
+    assert not unknown, "declared items the catalogue does not have:\n" + "\n".join(unknown)
+
+
+def _python_files(*folders: str) -> list[Path]:
+    return [p for folder in folders for p in (ROOT / folder).rglob("*.py") if "migrations" not in p.parts]
+
+
+def test_each_permission_item_is_spelled_once_in_backend_and_never_in_the_ui_code():
+    from backend.admin import catalogue_items
+
+    items = sorted({item for _, item in catalogue_items()})
+    backend_text = {p: p.read_text() for p in _python_files("backend")}
+    ui_text = {p: p.read_text() for p in _python_files("state", "components", "poweron_app")}
+    wrong = []
+    for item in items:
+        literal = re.compile(rf"[\"']{re.escape(item)}[\"']")
+        places = [f"{p.relative_to(ROOT)}" for p, text in backend_text.items() for _ in literal.finditer(text)]
+        if len(places) != 1:
+            wrong.append(f"{item}: spelled {len(places)} times in backend/ ({', '.join(places) or 'never'})")
+        places = [f"{p.relative_to(ROOT)}" for p, text in ui_text.items() if literal.search(text)]
+        if places:
+            wrong.append(f"{item}: spelled in the UI code ({', '.join(places)}); read it from the door")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_state_holds_no_sql_and_no_rbac_logic():
+    wrong = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in _python_files("state")
+             for n, line in enumerate(p.read_text().splitlines(), 1)
+             if "select(" in line or "Level." in line]
+    assert not wrong, "state/ must call a door instead:\n" + "\n".join(wrong)
 
 
 # --- a throw-away feature folder ---------------------------------------------------------------------
