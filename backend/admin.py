@@ -1,14 +1,17 @@
-"""Administration of mandates, users, feature instances and role grants, authorised server-side.
+"""Administration of mandates, users, feature instances and role grants: the door to them.
 
-Every method checks the caller's rights through their AccessContext: mandate operations need
-RESOURCE items of the platform (resource.mandate.*), access to an instance needs
-`resource.feature.<code>.manageAccess` there (or resource.mandate.manageInstances).
-Objects outside what the caller may see are not found.
+:class:`Administration` is a :class:`~backend.rbac.door.Door`: each public method declares its
+permission with :func:`~backend.rbac.door.guarded`, checked in the mandate the call names
+(``mandate_id``) or in the instance it names (``instance_id``, see :meth:`Administration.call_scope`).
+Mandate operations need RESOURCE items of the platform (``backend.rbac.templates``); access to
+an instance needs ``resource.feature.<code>.manageAccess`` there or manageInstances in its mandate
+(:data:`MANAGE_ACCESS`). Objects outside what the caller may see are not found (404).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import delete, func
 from sqlmodel import select
@@ -28,11 +31,21 @@ from backend.db.models import (
 )
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.features.registry import get_feature, get_features
-from backend.names import clean_name
 from backend.rbac.access import AccessContext
+from backend.rbac.door import Door, Permission, guarded
 from backend.rbac.resolver import Decision
 from backend.rbac.rights import DATA, RESOURCE, UI
-from backend.rbac.templates import PLATFORM_RESOURCE_OBJECTS, PLATFORM_UI_OBJECTS
+from backend.rbac.templates import (
+    ADMIN_INSTANCES_UI,
+    ADMIN_PERMISSIONS_UI,
+    ADMIN_UI,
+    ADMIN_USERS_UI,
+    MANAGE_INSTANCES,
+    MANAGE_USERS,
+    PLATFORM_RESOURCE_OBJECTS,
+    PLATFORM_UI_OBJECTS,
+    VIEW_PERMISSIONS,
+)
 from backend.tenancy import (
     create_feature_instance,
     create_mandate,
@@ -41,9 +54,9 @@ from backend.tenancy import (
     instance_role_labels,
 )
 
-MANAGE_USERS = "resource.mandate.manageUsers"
-MANAGE_INSTANCES = "resource.mandate.manageInstances"
-VIEW_PERMISSIONS = "resource.mandate.viewPermissions"
+# Who may manage access to an instance, as declared: the instance feature's manageAccess item
+# (resource.feature.<code>.manageAccess, resolved per call) or manageInstances in its mandate.
+MANAGE_ACCESS = "resource.feature.*.manageAccess"
 ADMIN_ROLE = "admin"
 PASSWORD_MIN = 8
 
@@ -64,13 +77,23 @@ class AccessInfo:
     roles: list[str]
 
 
+@dataclass(frozen=True)
+class AdminTabs:
+    """Which tabs of the Admin page the caller may see for one mandate."""
+
+    mandates: bool
+    users: bool
+    instances: bool
+    permissions: bool
+
+
 def _check_password(password: str | None) -> str:
     if not isinstance(password, str) or len(password) < PASSWORD_MIN:
         raise InvalidInput([FieldError("password", f"must be at least {PASSWORD_MIN} characters")])
     return password
 
 
-class Administration:
+class Administration(Door):
     """The administration operations, as one signed-in user."""
 
     def __init__(self, access: AccessContext):
@@ -78,12 +101,52 @@ class Administration:
         self.session = access.session
         self.actor = access.user
 
+    # --- the door: scope of a call, the access-management rule --------------------------------
+
+    def call_scope(self, method: str, arguments: dict[str, Any]) -> tuple[str | None, str | None]:
+        """The mandate named by `mandate_id`, or the instance named by `instance_id`.
+
+        Raises:
+            NotFound: the caller may not see that mandate or instance.
+        """
+        if arguments.get("mandate_id") is not None:
+            return self.access.require_mandate(arguments["mandate_id"]).id, None
+        if arguments.get("instance_id") is not None:
+            instance = self._visible_instance(arguments["instance_id"])
+            return instance.mandate_id, instance.id
+        return None, None
+
+    def enforce(self, permission: Permission, scope: tuple[str | None, str | None] | None = None) -> None:
+        """The declared checks; :data:`MANAGE_ACCESS` is the instance feature's manageAccess
+        item there, or manageInstances in the instance's mandate."""
+        if permission.item != MANAGE_ACCESS:
+            super().enforce(permission, scope)
+            return
+        mandate_id, instance_id = self.scope if scope is None else scope
+        instance = self.session.get(FeatureInstance, instance_id) if instance_id else None
+        if instance is None:
+            raise Forbidden("your roles do not allow managing access here")
+        if not self._manages_instances_of(instance.mandate_id):
+            self.access.require_resource(f"resource.feature.{instance.feature_code}.manageAccess",
+                                         instance.mandate_id, instance.id)
+
+    def _manages_instances_of(self, mandate_id: str) -> bool:
+        return ((self.actor.is_sysadmin or self.access.is_member(mandate_id))
+                and self.access.resolve(RESOURCE, MANAGE_INSTANCES, mandate_id).allowed)
+
+    def _visible_instance(self, instance_id: str) -> FeatureInstance:
+        """The instance if the caller manages its mandate's instances or may open it, else NotFound."""
+        instance = self.session.get(FeatureInstance, instance_id)
+        if instance is None or not (self._manages_instances_of(instance.mandate_id)
+                                    or self.access.can_open_instance(instance)):
+            raise NotFound(f"feature instance {instance_id} not found")
+        return instance
+
     # --- helpers ---------------------------------------------------------------------------
 
-    def _mandate_for(self, mandate_id: str, resource: str) -> Mandate:
-        mandate = self.access.require_mandate(mandate_id)
-        self.access.require_resource(resource, mandate.id)
-        return mandate
+    def _mandate(self, mandate_id: str) -> Mandate:
+        """The mandate of a guarded call (call_scope has checked that the caller sees it)."""
+        return self.access.require_mandate(mandate_id)
 
     def _membership(self, mandate: Mandate, user_id: str) -> tuple[User, UserMandate]:
         membership = self.session.exec(
@@ -140,26 +203,30 @@ class Administration:
 
     # --- mandates ----------------------------------------------------------------------------
 
+    @guarded("authenticated")
     def list_mandates(self) -> list[Mandate]:
+        """The mandates the caller belongs to (all of them for a system administrator)."""
         return self.access.visible_mandates()
 
+    @guarded("sysadmin")
     def create_mandate(self, name: str) -> Mandate:
-        if not self.actor.is_sysadmin:
-            raise Forbidden("only a system administrator can create mandates")
-        return create_mandate(self.session, clean_name(name, "name"))
+        """A new mandate with copies of the system template roles."""
+        return create_mandate(self.session, name)
 
     # --- users -------------------------------------------------------------------------------
 
+    @guarded("RESOURCE", MANAGE_USERS)
     def list_members(self, mandate_id: str) -> list[MemberInfo]:
-        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        mandate = self._mandate(mandate_id)
         memberships = self.session.exec(select(UserMandate).where(UserMandate.mandate_id == mandate.id)).all()
         members = [MemberInfo(self.session.get(User, m.user_id), self._mandate_roles(m)) for m in memberships]
         return sorted(members, key=lambda m: m.user.username)
 
+    @guarded("RESOURCE", MANAGE_USERS)
     def create_user(self, mandate_id: str, username: str, password: str, roles: list[str],
                     email: str | None = None, display_name: str | None = None,
                     is_sysadmin: bool = False) -> User:
-        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        mandate = self._mandate(mandate_id)
         if is_sysadmin and not self.actor.is_sysadmin:
             raise Forbidden("only a system administrator can grant system administration")
         username = (username or "").strip()
@@ -176,8 +243,9 @@ class Administration:
         grant_mandate_roles(self.session, user, mandate, roles)
         return user
 
+    @guarded("RESOURCE", MANAGE_USERS)
     def set_member_roles(self, mandate_id: str, user_id: str, roles: list[str]) -> list[str]:
-        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        mandate = self._mandate(mandate_id)
         _user, membership = self._membership(mandate, user_id)
         self._not_self(user_id, "change the roles of")
         roles = self._validate_roles(mandate, roles)
@@ -189,8 +257,9 @@ class Administration:
         self.access.forget()
         return roles
 
+    @guarded("RESOURCE", MANAGE_USERS)
     def set_disabled(self, mandate_id: str, user_id: str, disabled: bool) -> User:
-        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        mandate = self._mandate(mandate_id)
         user, _membership = self._membership(mandate, user_id)
         self._not_self(user_id, "disable or enable")
         self._require_manage_everywhere(user)
@@ -201,8 +270,9 @@ class Administration:
         self.session.flush()
         return user
 
+    @guarded("RESOURCE", MANAGE_USERS)
     def reset_password(self, mandate_id: str, user_id: str, password: str) -> None:
-        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        mandate = self._mandate(mandate_id)
         user, _membership = self._membership(mandate, user_id)
         self._require_manage_everywhere(user)
         user.password_hash = hash_password(_check_password(password))
@@ -214,8 +284,9 @@ class Administration:
             self.session.add(token)
         self.session.flush()
 
+    @guarded("RESOURCE", MANAGE_USERS)
     def remove_member(self, mandate_id: str, user_id: str) -> None:
-        mandate = self._mandate_for(mandate_id, MANAGE_USERS)
+        mandate = self._mandate(mandate_id)
         _user, membership = self._membership(mandate, user_id)
         self._not_self(user_id, "remove")
         self._keep_an_admin(mandate, user_id, "remove the user")
@@ -231,8 +302,10 @@ class Administration:
 
     # --- instances and access -------------------------------------------------------------------
 
+    @guarded("authenticated")
     def list_instances(self, mandate_id: str) -> list[FeatureInstance]:
-        mandate = self.access.require_mandate(mandate_id)
+        """The mandate's instances: all for who manages them, else those the caller may open."""
+        mandate = self._mandate(mandate_id)
         instances = self.session.exec(
             select(FeatureInstance).where(FeatureInstance.mandate_id == mandate.id).order_by(FeatureInstance.label)
         ).all()
@@ -240,27 +313,15 @@ class Administration:
             return list(instances)
         return [i for i in instances if self.access.can_open_instance(i)]
 
+    @guarded("RESOURCE", MANAGE_INSTANCES)
     def create_instance(self, mandate_id: str, feature_code: str, label: str) -> FeatureInstance:
-        mandate = self._mandate_for(mandate_id, MANAGE_INSTANCES)
-        return create_feature_instance(self.session, mandate, feature_code, clean_name(label, "label"))
+        mandate = self._mandate(mandate_id)
+        return create_feature_instance(self.session, mandate, feature_code, label)
 
-    def _instance_for_access_management(self, instance_id: str) -> FeatureInstance:
-        instance = self.session.get(FeatureInstance, instance_id)
-        if instance is None:
-            raise NotFound(f"feature instance {instance_id} not found")
-        manages_mandate = (
-            (self.actor.is_sysadmin or self.access.is_member(instance.mandate_id))
-            and self.access.resolve(RESOURCE, MANAGE_INSTANCES, instance.mandate_id).allowed
-        )
-        if not manages_mandate:
-            if not self.access.can_open_instance(instance):
-                raise NotFound(f"feature instance {instance_id} not found")
-            self.access.require_resource(f"resource.feature.{instance.feature_code}.manageAccess",
-                                         instance.mandate_id, instance.id)
-        return instance
-
+    @guarded("RESOURCE", MANAGE_ACCESS)
     def list_access(self, instance_id: str) -> list[AccessInfo]:
-        instance = self._instance_for_access_management(instance_id)
+        """Who has access to the instance, with their instance roles."""
+        instance = self.session.get(FeatureInstance, instance_id)
         accesses = self.session.exec(select(FeatureAccess).where(FeatureAccess.feature_instance_id == instance.id))
         result = []
         for access in accesses.all():
@@ -268,9 +329,10 @@ class Administration:
             result.append(AccessInfo(user, instance_role_labels(self.session, user, instance.id)))
         return sorted(result, key=lambda a: a.user.username)
 
+    @guarded("RESOURCE", MANAGE_ACCESS)
     def set_access(self, instance_id: str, user_id: str, roles: list[str]) -> list[str]:
         """Give `user_id` exactly `roles` in the instance (an empty list removes the access)."""
-        instance = self._instance_for_access_management(instance_id)
+        instance = self.session.get(FeatureInstance, instance_id)
         mandate = self.session.get(Mandate, instance.mandate_id)
         user, _membership = self._membership(mandate, user_id)
         self._not_self(user_id, "change the access of")
@@ -293,8 +355,9 @@ class Administration:
 
     # --- roles and permissions -----------------------------------------------------------------
 
+    @guarded("RESOURCE", VIEW_PERMISSIONS)
     def list_roles(self, mandate_id: str) -> list[tuple[Role, list[AccessRule]]]:
-        mandate = self._mandate_for(mandate_id, VIEW_PERMISSIONS)
+        mandate = self._mandate(mandate_id)
         roles = self.session.exec(select(Role).where(Role.mandate_id == mandate.id)
                                   .order_by(Role.feature_instance_id, Role.role_label)).all()
         return [(r, list(self.session.exec(select(AccessRule).where(AccessRule.role_id == r.id)).all()))
@@ -302,10 +365,27 @@ class Administration:
 
     def explain(self, mandate_id: str, user_id: str, instance_id: str | None = None,
                 context: str | None = None, item: str | None = None) -> list[Decision]:
-        """The resolved rights of a member for every catalogue item (or one), and why."""
-        mandate = self.access.require_mandate(mandate_id)
-        if user_id != self.actor.id:
-            self.access.require_resource(VIEW_PERMISSIONS, mandate.id)
+        """The resolved rights of a member for every catalogue item (or one), and why: the
+        caller's own always (:meth:`explain_own`), anybody else's with viewPermissions
+        (:meth:`explain_member`)."""
+        if user_id == self.actor.id:
+            return self.explain_own(mandate_id, instance_id, context, item)
+        return self.explain_member(mandate_id, user_id, instance_id, context, item)
+
+    @guarded("authenticated")
+    def explain_own(self, mandate_id: str, instance_id: str | None = None, context: str | None = None,
+                    item: str | None = None) -> list[Decision]:
+        """The caller's own resolved rights in a mandate they belong to, and why."""
+        return self._explain(self._mandate(mandate_id), self.actor.id, instance_id, context, item)
+
+    @guarded("RESOURCE", VIEW_PERMISSIONS)
+    def explain_member(self, mandate_id: str, user_id: str, instance_id: str | None = None,
+                       context: str | None = None, item: str | None = None) -> list[Decision]:
+        """A member's resolved rights, and why."""
+        return self._explain(self._mandate(mandate_id), user_id, instance_id, context, item)
+
+    def _explain(self, mandate: Mandate, user_id: str, instance_id: str | None, context: str | None,
+                 item: str | None) -> list[Decision]:
         user, _membership = self._membership(mandate, user_id)
         instance = None
         if instance_id:
@@ -317,6 +397,26 @@ class Administration:
         if context and not item:
             items = [(c, i) for c, i in items if c == context]
         return [resolver.resolve(c, i, mandate.id, instance.id if instance else None) for c, i in items]
+
+    # --- what the pages offer ------------------------------------------------------------------
+
+    @guarded("authenticated")
+    def admin_mandates(self) -> list[Mandate]:
+        """The mandates whose Admin page the caller may see (the page's mandate choice)."""
+        return [m for m in self.access.visible_mandates() if self.access.can_see(ADMIN_UI, m.id)]
+
+    @guarded("authenticated")
+    def navigation_rights(self) -> bool:
+        """Whether the navigation offers the Admin page (system administrators: always)."""
+        return self.actor.is_sysadmin or bool(self.admin_mandates())
+
+    @guarded("UI", ADMIN_UI)
+    def tabs(self, mandate_id: str) -> AdminTabs:
+        """Which Admin tabs the caller sees for the mandate (Mandates: system administrators)."""
+        return AdminTabs(mandates=self.actor.is_sysadmin,
+                         users=self.access.can_see(ADMIN_USERS_UI, mandate_id),
+                         instances=self.access.can_see(ADMIN_INSTANCES_UI, mandate_id),
+                         permissions=self.access.can_see(ADMIN_PERMISSIONS_UI, mandate_id))
 
 
 def catalogue_items(feature_code: str | None = None) -> list[tuple[str, str]]:

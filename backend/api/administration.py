@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
-from backend.admin import MANAGE_INSTANCES, MANAGE_USERS, VIEW_PERMISSIONS, Administration
+from backend.admin import Administration
 from backend.api.deps import CurrentUser, DbSession
-from backend.api.permissions import permission
+from backend.api.permissions import declared_by
 from backend.api.schemas import (
     AccessGrant,
     AccessOut,
@@ -33,7 +33,6 @@ router = APIRouter(prefix="/api", tags=["administration"])
 MandateId = Annotated[str, Path(alias="mandateId")]
 UserId = Annotated[str, Path(alias="userId")]
 InstanceId = Annotated[str, Path(alias="instanceId")]
-MANAGE_ACCESS = "resource.feature.*.manageAccess"
 
 
 def administration(user: CurrentUser, session: DbSession) -> Administration:
@@ -48,24 +47,25 @@ def member_out(user: User, roles: list[str]) -> MemberOut:
                      disabled=user.disabled, is_sysadmin=user.is_sysadmin, roles=roles)
 
 
-@router.get("/mandates", response_model=list[MandateOut], **permission("authenticated"))
+@router.get("/mandates", response_model=list[MandateOut], **declared_by(Administration.list_mandates))
 def list_mandates(admin: Admin) -> list[MandateOut]:
     """The mandates the caller belongs to (all of them for a system administrator)."""
     return [MandateOut.model_validate(m) for m in admin.list_mandates()]
 
 
-@router.post("/mandates", status_code=201, response_model=MandateOut, **permission("sysadmin"))
+@router.post("/mandates", status_code=201, response_model=MandateOut, **declared_by(Administration.create_mandate))
 def create_mandate(body: MandateCreate, admin: Admin) -> MandateOut:
     return MandateOut.model_validate(admin.create_mandate(body.name))
 
 
-@router.get("/mandates/{mandateId}/users", response_model=list[MemberOut], **permission("RESOURCE", MANAGE_USERS))
+@router.get("/mandates/{mandateId}/users", response_model=list[MemberOut],
+            **declared_by(Administration.list_members))
 def list_users(mandate_id: MandateId, admin: Admin) -> list[MemberOut]:
     return [member_out(m.user, m.roles) for m in admin.list_members(mandate_id)]
 
 
 @router.post("/mandates/{mandateId}/users", status_code=201, response_model=MemberOut,
-             **permission("RESOURCE", MANAGE_USERS))
+             **declared_by(Administration.create_user))
 def create_user(mandate_id: MandateId, body: UserCreate, admin: Admin) -> MemberOut:
     user = admin.create_user(mandate_id, body.username, body.password, body.roles, body.email,
                              body.display_name, body.is_sysadmin)
@@ -73,7 +73,7 @@ def create_user(mandate_id: MandateId, body: UserCreate, admin: Admin) -> Member
 
 
 @router.patch("/mandates/{mandateId}/users/{userId}", response_model=MemberOut,
-              **permission("RESOURCE", MANAGE_USERS))
+              **declared_by(Administration.set_member_roles))
 def patch_user(mandate_id: MandateId, user_id: UserId, body: MemberPatch, admin: Admin) -> MemberOut:
     if body.roles is not None:
         admin.set_member_roles(mandate_id, user_id, body.roles)
@@ -86,36 +86,39 @@ def patch_user(mandate_id: MandateId, user_id: UserId, body: MemberPatch, admin:
 
 
 @router.post("/mandates/{mandateId}/users/{userId}/password", status_code=204,
-             **permission("RESOURCE", MANAGE_USERS))
+             **declared_by(Administration.reset_password))
 def reset_password(mandate_id: MandateId, user_id: UserId, body: PasswordReset, admin: Admin) -> Response:
     admin.reset_password(mandate_id, user_id, body.password)
     return Response(status_code=204)
 
 
-@router.delete("/mandates/{mandateId}/users/{userId}", status_code=204, **permission("RESOURCE", MANAGE_USERS))
+@router.delete("/mandates/{mandateId}/users/{userId}", status_code=204,
+               **declared_by(Administration.remove_member))
 def remove_user(mandate_id: MandateId, user_id: UserId, admin: Admin) -> Response:
     admin.remove_member(mandate_id, user_id)
     return Response(status_code=204)
 
 
-@router.get("/mandates/{mandateId}/instances", response_model=list[InstanceOut], **permission("authenticated"))
+@router.get("/mandates/{mandateId}/instances", response_model=list[InstanceOut],
+            **declared_by(Administration.list_instances))
 def list_instances(mandate_id: MandateId, admin: Admin) -> list[InstanceOut]:
     return [InstanceOut.model_validate(i) for i in admin.list_instances(mandate_id)]
 
 
 @router.post("/mandates/{mandateId}/instances", status_code=201, response_model=InstanceOut,
-             **permission("RESOURCE", MANAGE_INSTANCES))
+             **declared_by(Administration.create_instance))
 def create_instance(mandate_id: MandateId, body: InstanceCreate, admin: Admin) -> InstanceOut:
     return InstanceOut.model_validate(admin.create_instance(mandate_id, body.feature_code, body.label))
 
 
-@router.get("/instances/{instanceId}/access", response_model=list[AccessOut], **permission("RESOURCE", MANAGE_ACCESS))
+@router.get("/instances/{instanceId}/access", response_model=list[AccessOut],
+            **declared_by(Administration.list_access))
 def list_access(instance_id: InstanceId, admin: Admin) -> list[AccessOut]:
     return [AccessOut(user_id=a.user.id, username=a.user.username, roles=a.roles)
             for a in admin.list_access(instance_id)]
 
 
-@router.post("/instances/{instanceId}/access", response_model=AccessOut, **permission("RESOURCE", MANAGE_ACCESS))
+@router.post("/instances/{instanceId}/access", response_model=AccessOut, **declared_by(Administration.set_access))
 def grant_access(instance_id: InstanceId, body: AccessGrant, admin: Admin) -> AccessOut:
     """Set the caller-chosen instance roles of a member of the instance's mandate ([] removes access)."""
     roles = admin.set_access(instance_id, body.user_id, body.roles)
@@ -124,13 +127,13 @@ def grant_access(instance_id: InstanceId, body: AccessGrant, admin: Admin) -> Ac
 
 
 @router.delete("/instances/{instanceId}/access/{userId}", status_code=204,
-               **permission("RESOURCE", MANAGE_ACCESS))
+               **declared_by(Administration.set_access))
 def revoke_access(instance_id: InstanceId, user_id: UserId, admin: Admin) -> Response:
     admin.set_access(instance_id, user_id, [])
     return Response(status_code=204)
 
 
-@router.get("/mandates/{mandateId}/roles", response_model=list[RoleOut], **permission("RESOURCE", VIEW_PERMISSIONS))
+@router.get("/mandates/{mandateId}/roles", response_model=list[RoleOut], **declared_by(Administration.list_roles))
 def list_roles(mandate_id: MandateId, admin: Admin) -> list[RoleOut]:
     return [
         RoleOut(id=r.id, role_label=r.role_label, feature_instance_id=r.feature_instance_id,
@@ -140,7 +143,7 @@ def list_roles(mandate_id: MandateId, admin: Admin) -> list[RoleOut]:
 
 
 @router.get("/mandates/{mandateId}/users/{userId}/permissions", response_model=list[DecisionOut],
-            **permission("RESOURCE", VIEW_PERMISSIONS))
+            **declared_by(Administration.explain_member))
 def explain_permissions(
     mandate_id: MandateId,
     user_id: UserId,
