@@ -1,8 +1,12 @@
 """The file store of a feature instance: the only way to its folders, files and search index.
 
-Every function takes a *scope* — anything with `session`, `user`, `mandate_id` and
-`feature_instance_id` (an ActionContext, or :class:`FileScope` from REST) — and works inside
-that instance only, with the caller's DATA rights on `data.feature.<featureCode>.file`:
+:class:`FileStore` is the door (backend/rbac/door.py) to the files of an instance of ANY
+feature (the Workspace's, the Graphical Editor's …): its public methods declare and enforce the
+caller's DATA right on `data.feature.<featureCode>.file` of the instance's feature
+(``FeatureItem.data("file")``). Open it with :meth:`FileStore.of` (an AccessContext and an
+instance id) or :func:`open_store` (a *scope*). The module functions below take a scope —
+anything with `session`, `user`, `mandate_id` and `feature_instance_id` (an ActionContext, or
+:class:`FileScope`) — and call the door; they work inside that instance only:
 
 - read `all` sees every file, `own` only the files the user created, `none` nothing (folders
   are structure: everyone who may read files sees every folder);
@@ -26,12 +30,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import bindparam, delete, func
-from sqlalchemy import text as sql
+from sqlalchemy import column, delete, func, literal_column, table
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -39,9 +42,9 @@ from backend.config import get_settings
 from backend.db.models import FeatureInstance, FileFolder, StoredFile, StoredFileData, User, utcnow
 from backend.errors import Conflict, DomainError, FieldError, Forbidden, InvalidInput, NotFound
 from backend.files import extract
-from backend.names import name_problem
 from backend.rbac.access import AccessContext
-from backend.rbac.rights import Level
+from backend.rbac.door import Door, FeatureItem, Permission, guarded
+from backend.rbac.rights import DATA
 
 MIB = 1024 * 1024
 NAME_MAX = 255
@@ -50,6 +53,7 @@ MAX_READ_CHARS = 200_000
 SEARCH_INDEX_CHARS = 200_000  # as in migration 0004_files
 SEARCH_MAX_WORDS = 16
 SNIPPET_MARK = "**"
+FILE = FeatureItem.data("file")  # data.feature.<featureCode>.file of the store's instance
 
 
 class NotText(DomainError):
@@ -138,6 +142,25 @@ class DeletedFolder:
     folders: int
 
 
+@dataclass(frozen=True)
+class FileRowView:
+    """A file as a listing shows it, with what the caller may do to it."""
+
+    entry: FileEntry
+    can_rename: bool
+    can_delete: bool
+
+
+@dataclass(frozen=True)
+class FolderView:
+    """One folder of the store as a page shows it (:meth:`FileStore.folder_view`)."""
+
+    folder: str
+    folders: list[FolderEntry]
+    files: list[FileRowView]
+    can_upload: bool
+
+
 # --- configuration and input ------------------------------------------------------------------------
 
 
@@ -170,8 +193,8 @@ def validate_name(name: Any, field_name: str = "name") -> str:
         problem = f"'{name}' must not contain '/'"
     elif name in (".", ".."):
         problem = f"'{name}' is not allowed as a name"
-    elif (bad_character := name_problem(name)) is not None:
-        problem = bad_character
+    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
+        problem = "must not contain control characters"
     elif name != name.strip():
         problem = f"'{name}' must not start or end with spaces"
     elif len(name) > NAME_MAX:
@@ -200,35 +223,45 @@ def join_path(parts: Iterable[str]) -> str:
 
 # --- the store of one instance ----------------------------------------------------------------------
 
-EXTRACT = object()  # marker for `_Store.write`: extract the text from the bytes
+EXTRACT = object()  # marker for `FileStore.write`: extract the text from the bytes
 
 
-@dataclass
-class _Store:
-    """The checks and lookups of one call; built from a scope by :func:`_open`."""
+class FileStore(Door):
+    """The file store of one feature instance, as one user may use it (the door to its files).
 
-    session: Session
-    user: User
-    access: AccessContext
-    instance: FeatureInstance
-    item: str
-    _folders: dict[str, FileFolder] | None = field(default=None, init=False)
+    Build it with :meth:`of` or :func:`open_store`, which check the instance first (NotFound
+    when the user may not open it). One store serves one request or UI event: it caches the
+    instance's folders.
+    """
 
-    # --- rights ---
+    def __init__(self, access: AccessContext, instance: FeatureInstance):
+        self.access = access
+        self.instance = instance
+        self.session: Session = access.session
+        self.user: User = access.user
+        self._folders: dict[str, FileFolder] | None = None
 
-    def level(self, operation: str) -> Level:
-        return self.access.data_level(self.item, operation, self.instance.mandate_id, self.instance.id)
+    @classmethod
+    def of(cls, access: AccessContext, instance_id: str, mandate_id: str | None = None) -> FileStore:
+        """The store of instance `instance_id` (in `mandate_id` when given), else NotFound."""
+        if not instance_id:
+            raise InvalidInput([FieldError("featureInstanceId",
+                                           "the file store belongs to a feature instance and none was given")])
+        instance = access.require_instance(instance_id)
+        if mandate_id is not None and instance.mandate_id != mandate_id:
+            raise NotFound(f"feature instance {instance_id} not found")
+        return cls(access, instance)
+
+    # --- rights (the row rule is AccessContext.may's) ---
 
     def require(self, operation: str, row: Any = None, what: str = "files") -> None:
-        level = self.level(operation)
-        if level == Level.NONE:
-            raise Forbidden(f"your roles allow no {operation} on {what} in this instance")
-        if level == Level.OWN and row is not None and row.sys_created_by != self.user.id:
+        """Forbidden unless the caller may `operation` files here (and `row`, when given)."""
+        self.enforce(Permission(DATA, FILE, operation))
+        if row is not None and not self.may(operation, FILE, row):
             raise Forbidden(f"your roles allow {operation} only on {what} you created")
 
     def can_read(self, row: StoredFile) -> bool:
-        level = self.level("read")
-        return level == Level.ALL or (level == Level.OWN and row.sys_created_by == self.user.id)
+        return self.may("read", FILE, row)
 
     # --- folders ---
 
@@ -289,7 +322,7 @@ class _Store:
                 raise Conflict(f"{join_path([*self.folder_parts(parent_id), name])} is a file, not a folder")
             folder = FileFolder(mandate_id=self.instance.mandate_id, feature_instance_id=self.instance.id,
                                 parent_id=parent_id, name=name, sys_created_by=self.user.id)
-            self.guarded(f"a folder named '{name}' already exists in {self.folder_path(parent_id)}",
+            self.savepoint(f"a folder named '{name}' already exists in {self.folder_path(parent_id)}",
                          lambda folder=folder: self.session.add(folder))
             self.folders()[folder.id] = folder
             parent_id = folder.id
@@ -355,7 +388,7 @@ class _Store:
                 f"the file store of this instance would hold {human_size(after)}, over its quota of "
                 f"{human_size(limits.instance_quota_bytes)} (POWERON_INSTANCE_QUOTA_BYTES); delete files first"))])
 
-    def guarded(self, clash: str, change: Callable[[], Any]) -> None:
+    def savepoint(self, clash: str, change: Callable[[], Any]) -> None:
         """Make `change` and flush it in a savepoint: a unique-name clash with a concurrent
         writer becomes Conflict(clash) and leaves the rest of the transaction usable."""
         try:
@@ -409,7 +442,7 @@ class _Store:
                 self.session.flush()
                 self.session.add(StoredFileData(file_id=row.id, content=data, text_content=text))
 
-            self.guarded(clash, insert)
+            self.savepoint(clash, insert)
         else:
             row, stored = existing, self.data(existing)
 
@@ -419,7 +452,7 @@ class _Store:
                 stored.content, stored.text_content = data, text
                 self.session.add_all([row, stored])
 
-            self.guarded(clash, replace)
+            self.savepoint(clash, replace)
         return self.entry(row)
 
     def remove_files(self, rows: list[StoredFile]) -> None:
@@ -435,18 +468,255 @@ class _Store:
         self.session.exec(delete(StoredFileData).where(StoredFileData.file_id.in_(ids)))
         self.session.exec(delete(StoredFile).where(StoredFile.id.in_(ids)))
 
+    # --- the door: every public method checks the caller's right on the instance's files ---
 
-def _open(scope: Scope) -> _Store:
+    @guarded(DATA, FILE, "read")
+    def list_files(self, folder: str = "/", recursive: bool = False) -> list[FileEntry]:
+        """The files of a folder (and of its subfolders when `recursive`) the caller may read, by path."""
+        folder_id = self.resolve_folder(split_path(folder, "folder"), "folder")
+        query = select(StoredFile).where(StoredFile.feature_instance_id == self.instance.id)
+        if recursive:
+            if folder_id is not None:
+                ids = [folder_id, *(f.id for f in self.subtree(folder_id))]
+                query = query.where(StoredFile.folder_id.in_(ids))
+        else:
+            query = query.where(StoredFile.folder_id == folder_id if folder_id else StoredFile.folder_id.is_(None))
+        rows = self.session.exec(self.visible(query, StoredFile, FILE)).all()
+        return sorted((self.entry(r) for r in rows), key=lambda e: e.path)
+
+    @guarded(DATA, FILE, "read")
+    def get_file(self, file_id: str) -> FileEntry:
+        """One file by id (NotFound for files of other instances and files the user may not read)."""
+        return self.entry(self.file_by_id(file_id))
+
+    @guarded(DATA, FILE, "read")
+    def find_file(self, path: str) -> FileEntry:
+        """One file by path."""
+        return self.entry(self.file_by_path(path))
+
+    @guarded(DATA, FILE, "read")
+    def read_bytes(self, path: str | None = None, *, file_id: str | None = None) -> tuple[FileEntry, bytes]:
+        """A file's metadata and content, by path or id."""
+        row = self.file_by_id(file_id) if file_id else self.file_by_path(path)
+        return self.entry(row), bytes(self.data(row).content)
+
+    @guarded(DATA, FILE, "read")
+    def read_text(self, path: str, offset: int = 0, max_chars: int = DEFAULT_READ_CHARS) -> FileText:
+        """Up to `max_chars` characters of a file's text from `offset`; NotText for binary files.
+
+        Text files give their content, PDF and DOCX files the text extracted from them.
+        """
+        if offset < 0:
+            raise InvalidInput([FieldError("offset", "must not be negative")])
+        if not 1 <= max_chars <= MAX_READ_CHARS:
+            raise InvalidInput([FieldError("maxChars", f"must be between 1 and {MAX_READ_CHARS}")])
+        row = self.file_by_path(path)
+        entry = self.entry(row)
+        text = self.data(row).text_content
+        if text is None:
+            reason = ("no text could be extracted from it" if extract.is_extractable(row.mime_type)
+                      else "it is a binary file")
+            raise NotText(f"{entry.path} has no text ({row.mime_type}, {human_size(row.size_bytes)}): {reason}; "
+                          "only text, PDF and DOCX files can be read as text")
+        piece = text[offset:offset + max_chars]
+        return FileText(entry, piece, offset, len(text), offset + len(piece) < len(text))
+
+    @guarded(DATA, FILE, "create")
+    def store_file(self, path: str, data: bytes, mime_type: str | None = None, overwrite: bool = False,
+                   create_folders: bool = True) -> FileEntry:
+        """Store bytes at `path` (an upload); the type comes from `mime_type`, the name or the bytes.
+
+        Replacing a file (`overwrite`) needs the update right on it as well.
+        """
+        return self.write(path, data, mime_type, overwrite, create_folders)
+
+    @guarded(DATA, FILE, "create")
+    def write_text(self, path: str, text: str, overwrite: bool = True, create_folders: bool = True) -> FileEntry:
+        """Create or replace a text file (UTF-8); names of binary types (.pdf, .png, …) are refused."""
+        name = (split_path(path) or [""])[-1]
+        guessed = extract.guess_type(name) if name else None
+        if guessed and not extract.is_text_type(guessed):
+            raise InvalidInput([FieldError("path", f"'{name}' names a {guessed} file; only text files can be "
+                                                   "written (use a name such as .txt, .md, .csv or .json)")])
+        if "\x00" in text:
+            raise InvalidInput([FieldError("content", "text must not contain NUL characters")])
+        return self.write(path, text.encode("utf-8"), guessed or "text/plain", overwrite, create_folders, text)
+
+    @guarded(DATA, FILE, "delete")
+    def delete_file(self, path: str | None = None, *, file_id: str | None = None) -> FileEntry:
+        """Delete one file, by path or id; returns what it was."""
+        row = self.file_by_id(file_id) if file_id else self.file_by_path(path)
+        self.require("delete", row)
+        entry = self.entry(row)
+        self.remove_files([row])
+        return entry
+
+    @guarded(DATA, FILE, "update")
+    def rename_file(self, path: str, new_name: str) -> FileEntry:
+        """Give a file another name in the same folder."""
+        row = self.file_by_path(path)
+        validate_name(new_name, "newName")
+        self.require("update", row)
+        if new_name == row.name:
+            return self.entry(row)
+        folder_path = self.folder_path(row.folder_id)
+        if self.file_row(row.folder_id, new_name) is not None or self.child_folder(row.folder_id, new_name):
+            raise Conflict(f"'{new_name}' already exists in {folder_path}")
+
+        def change() -> None:
+            row.name, row.sys_modified_at = new_name, utcnow()
+            self.session.add(row)
+
+        self.savepoint(f"'{new_name}' already exists in {folder_path}", change)
+        return self.entry(row)
+
+    @guarded(DATA, FILE, "create")
+    def copy_file(self, path: str, target: str, overwrite: bool = False) -> FileEntry:
+        """Copy a file to `target`: a file path, or an existing folder to copy into under the same name."""
+        row = self.file_by_path(path)
+        target_parts = split_path(target, "targetPath")
+        _folder_id, missing = self.walk_folders(target_parts)
+        if not missing:  # the target is an existing folder (or the root)
+            target_parts = [*target_parts, row.name]
+        source = self.data(row)
+        return self.write(join_path(target_parts), bytes(source.content), row.mime_type, overwrite, True,
+                          source.text_content, "targetPath")
+
+    # --- folders (structure: whoever may read files sees every folder) ---
+
+    @guarded(DATA, FILE, "read")
+    def list_folders(self, path: str = "/", recursive: bool = False) -> list[FolderEntry]:
+        """The folders in a folder (all below it when `recursive`), by path."""
+        folder_id = self.resolve_folder(split_path(path))
+        folders = self.subtree(folder_id) if recursive else [
+            f for f in self.folders().values() if f.parent_id == folder_id]
+        return sorted((self.folder_entry(f) for f in folders), key=lambda e: e.path)
+
+    @guarded(DATA, FILE, "create")
+    def create_folder(self, path: str) -> FolderEntry:
+        """Create a folder and any missing parents; Conflict when it exists already."""
+        parts = split_path(path)
+        if not parts:
+            raise InvalidInput([FieldError("path", "the root folder (/) always exists")])
+        folder_id, missing = self.walk_folders(parts)
+        if not missing:
+            raise Conflict(f"folder {join_path(parts)} already exists")
+        return self.folder_entry(self.folders()[self.make_folders(folder_id, missing)])
+
+    @guarded(DATA, FILE, "delete")
+    def delete_folder(self, path: str, recursive: bool = False) -> DeletedFolder:
+        """Delete a folder; with files or folders in it only when `recursive` (and all of them may go)."""
+        parts = split_path(path)
+        if not parts:
+            raise InvalidInput([FieldError("path", "the root folder (/) cannot be deleted")])
+        folder_id = self.resolve_folder(parts)
+        folder = self.folders()[folder_id]
+        below = self.subtree(folder_id)
+        folder_ids = [folder_id, *(f.id for f in below)]
+        files = list(self.session.exec(select(StoredFile).where(StoredFile.folder_id.in_(folder_ids))).all())
+        if (files or below) and not recursive:
+            raise Conflict(f"folder {join_path(parts)} is not empty ({_count(len(files), 'file')} and "
+                           f"{_count(len(below), 'folder')} in it); set recursive to delete it with everything in it")
+        for row in [folder, *below]:
+            self.require("delete", row, "folders")
+        for row in files:
+            self.require("delete", row)
+        self.remove_files(files)
+        for row in reversed([folder, *below]):  # children before parents
+            self.session.delete(row)
+            self.session.flush()
+            self.folders().pop(row.id, None)
+        return DeletedFolder(join_path(parts), len(files), len(folder_ids))
+
+    # --- what a page shows ---
+
+    @guarded(DATA, FILE, "read")
+    def folder_view(self, folder: str = "/") -> FolderView:
+        """One folder as the UDB's Files tab shows it: its folders, its files with what the caller
+        may do to each, and whether they may upload. A folder gone meanwhile shows the root."""
+        try:
+            folders, entries = self.list_folders(folder), self.list_files(folder)
+        except DomainError:
+            folder = "/"
+            folders, entries = self.list_folders(folder), self.list_files(folder)
+        return FolderView(folder=folder, folders=folders, files=[self.file_row_view(e) for e in entries],
+                          can_upload=self.may_call(FileStore.store_file))
+
+    def file_row_view(self, entry: FileEntry) -> FileRowView:
+        """`entry` with whether the caller may rename and delete it."""
+        return FileRowView(entry=entry, can_rename=self.may("update", FILE, entry),
+                           can_delete=self.may("delete", FILE, entry))
+
+    # --- full-text search ---
+
+    @guarded(DATA, FILE, "read")
+    def search_files(self, query: str, limit: int = 20, folder: str | None = None) -> list[SearchHit]:
+        """Files whose text contains every word of `query` (word prefixes match), best first.
+
+        Case-insensitive, no stemming. Each hit carries the file, its folder path and a snippet
+        with the matches between `**`. Binary files are not indexed; only files the caller may
+        read are found.
+        """
+        words = search_words(query)
+        if not 1 <= limit <= 100:
+            raise InvalidInput([FieldError("limit", "must be between 1 and 100")])
+        where = [StoredFile.feature_instance_id == self.instance.id]
+        if folder is not None:
+            folder_id = self.resolve_folder(split_path(folder, "folder"), "folder")
+            if folder_id is not None:
+                where.append(StoredFile.folder_id.in_([folder_id, *(f.id for f in self.subtree(folder_id))]))
+        dialect = self.session.get_bind().dialect.name
+        if dialect == "sqlite":
+            statement = self._sqlite_search(words, where, limit)
+        elif dialect == "postgresql":
+            statement = self._postgres_search(words, where, limit)
+        else:  # pragma: no cover - the platform supports SQLite and PostgreSQL
+            raise NotImplementedError(f"full-text search is not available on {dialect}")
+        self.session.flush()
+        rows = self.session.execute(statement).all()
+        files = {r.id: r for r in self.session.exec(
+            select(StoredFile).where(StoredFile.id.in_([row.file_id for row in rows]))).all()}
+        hits = []
+        for row in rows:
+            entry = self.entry(files[row.file_id])
+            hits.append(SearchHit(entry, entry.folder_path, " ".join((row.snippet or "").split())))
+        return hits
+
+    def _sqlite_search(self, words: list[str], where: list[Any], limit: int) -> Any:
+        """FTS5 over `stored_file_fts`, best (lowest bm25) first, narrowed to the readable files."""
+        fts = literal_column("stored_file_fts")
+        index = table("stored_file_fts", column("file_id"))
+        statement = (
+            select(StoredFile.id.label("file_id"),
+                   func.snippet(fts, 1, SNIPPET_MARK, SNIPPET_MARK, "…", 16).label("snippet"))
+            .select_from(index.join(StoredFile, StoredFile.id == index.c.file_id))
+            .where(fts.op("MATCH")(" ".join(f'"{w}"*' for w in words)), *where)
+            .order_by(func.bm25(fts), StoredFile.name).limit(limit))
+        return self.visible(statement, StoredFile, FILE)
+
+    def _postgres_search(self, words: list[str], where: list[Any], limit: int) -> Any:
+        """The tsvector column of stored_file_data, best rank first; headlines only for the hits."""
+        query = func.to_tsquery("simple", " & ".join(f"{w}:*" for w in words))
+        vector = literal_column("stored_file_data.search_vector")
+        score = func.ts_rank(vector, query).label("score")
+        best = (select(StoredFile.id.label("file_id"), StoredFile.name.label("name"), score)
+                .join(StoredFileData, StoredFileData.file_id == StoredFile.id)
+                .where(vector.op("@@")(query), *where)
+                .order_by(score.desc(), StoredFile.name).limit(limit))
+        hit = self.visible(best, StoredFile, FILE).subquery("hit")
+        text_data = StoredFileData.__table__.alias("d")
+        headline = func.ts_headline("simple", func.left(text_data.c.text_content, SEARCH_INDEX_CHARS), query,
+                                    _HEADLINE)
+        return (select(hit.c.file_id, headline.label("snippet"))
+                .join(text_data, text_data.c.file_id == hit.c.file_id)
+                .order_by(hit.c.score.desc(), hit.c.name))
+
+
+def open_store(scope: Scope) -> FileStore:
     """The store of the scope's instance, after checking the instance exists in its mandate
     and the user may open it (else NotFound, as for any foreign id)."""
-    if not getattr(scope, "feature_instance_id", None):
-        raise InvalidInput([FieldError("featureInstanceId",
-                                       "the file store belongs to a feature instance and none was given")])
     access = getattr(scope, "access", None) or AccessContext(scope.session, scope.user)
-    instance = access.require_instance(scope.feature_instance_id)
-    if instance.mandate_id != scope.mandate_id:
-        raise NotFound(f"feature instance {scope.feature_instance_id} not found")
-    return _Store(scope.session, scope.user, access, instance, f"data.feature.{instance.feature_code}.file")
+    return FileStore.of(access, getattr(scope, "feature_instance_id", None), scope.mandate_id)
 
 
 def require_right(scope: Scope, operation: str) -> None:
@@ -454,7 +724,7 @@ def require_right(scope: Scope, operation: str) -> None:
 
     For callers that want to refuse early, before reading a request body.
     """
-    _open(scope).require(operation)
+    open_store(scope).require(operation)
 
 
 def check_file_size(size: int) -> None:
@@ -465,202 +735,77 @@ def check_file_size(size: int) -> None:
             f"the file is {human_size(size)}; files may be at most {human_size(limit)} (POWERON_FILE_MAX_BYTES)"))])
 
 
-# --- files ------------------------------------------------------------------------------------------
+# --- the door for callers with a scope (actions, the engine, the Inbox) ---------------------------
 
 
 def list_files(scope: Scope, folder: str = "/", recursive: bool = False) -> list[FileEntry]:
     """The files of a folder (and of its subfolders when `recursive`), by path."""
-    store = _open(scope)
-    store.require("read")
-    folder_id = store.resolve_folder(split_path(folder, "folder"), "folder")
-    query = select(StoredFile).where(StoredFile.feature_instance_id == store.instance.id)
-    if recursive:
-        if folder_id is not None:
-            ids = [folder_id, *(f.id for f in store.subtree(folder_id))]
-            query = query.where(StoredFile.folder_id.in_(ids))
-    else:
-        query = query.where(StoredFile.folder_id == folder_id if folder_id else StoredFile.folder_id.is_(None))
-    if store.level("read") == Level.OWN:
-        query = query.where(StoredFile.sys_created_by == store.user.id)
-    return sorted((store.entry(r) for r in store.session.exec(query).all()), key=lambda e: e.path)
+    return open_store(scope).list_files(folder, recursive)
 
 
 def get_file(scope: Scope, file_id: str) -> FileEntry:
     """One file by id (NotFound for files of other instances and files the user may not read)."""
-    store = _open(scope)
-    return store.entry(store.file_by_id(file_id))
+    return open_store(scope).get_file(file_id)
 
 
 def find_file(scope: Scope, path: str) -> FileEntry:
     """One file by path."""
-    store = _open(scope)
-    return store.entry(store.file_by_path(path))
+    return open_store(scope).find_file(path)
 
 
 def read_bytes(scope: Scope, path: str | None = None, *, file_id: str | None = None) -> tuple[FileEntry, bytes]:
     """A file's metadata and content, by path or id."""
-    store = _open(scope)
-    row = store.file_by_id(file_id) if file_id else store.file_by_path(path)
-    return store.entry(row), bytes(store.data(row).content)
+    return open_store(scope).read_bytes(path, file_id=file_id)
 
 
 def read_text(scope: Scope, path: str, offset: int = 0, max_chars: int = DEFAULT_READ_CHARS) -> FileText:
-    """Up to `max_chars` characters of a file's text from `offset`; NotText for binary files.
-
-    Text files give their content, PDF and DOCX files the text extracted from them.
-    """
-    if offset < 0:
-        raise InvalidInput([FieldError("offset", "must not be negative")])
-    if not 1 <= max_chars <= MAX_READ_CHARS:
-        raise InvalidInput([FieldError("maxChars", f"must be between 1 and {MAX_READ_CHARS}")])
-    store = _open(scope)
-    row = store.file_by_path(path)
-    entry = store.entry(row)
-    text = store.data(row).text_content
-    if text is None:
-        reason = ("no text could be extracted from it" if extract.is_extractable(row.mime_type)
-                  else "it is a binary file")
-        raise NotText(f"{entry.path} has no text ({row.mime_type}, {human_size(row.size_bytes)}): {reason}; "
-                      "only text, PDF and DOCX files can be read as text")
-    piece = text[offset:offset + max_chars]
-    return FileText(entry, piece, offset, len(text), offset + len(piece) < len(text))
+    """Up to `max_chars` characters of a file's text from `offset` (:meth:`FileStore.read_text`)."""
+    return open_store(scope).read_text(path, offset, max_chars)
 
 
 def store_file(scope: Scope, path: str, data: bytes, mime_type: str | None = None, overwrite: bool = False,
                create_folders: bool = True) -> FileEntry:
     """Store bytes at `path` (an upload); the type comes from `mime_type`, the name or the bytes."""
-    return _open(scope).write(path, data, mime_type, overwrite, create_folders)
+    return open_store(scope).store_file(path, data, mime_type, overwrite, create_folders)
 
 
 def write_text(scope: Scope, path: str, text: str, overwrite: bool = True, create_folders: bool = True) -> FileEntry:
     """Create or replace a text file (UTF-8); names of binary types (.pdf, .png, …) are refused."""
-    name = (split_path(path) or [""])[-1]
-    guessed = extract.guess_type(name) if name else None
-    if guessed and not extract.is_text_type(guessed):
-        raise InvalidInput([FieldError("path", f"'{name}' names a {guessed} file; only text files can be written "
-                                               "(use a name such as .txt, .md, .csv or .json)")])
-    if "\x00" in text:
-        raise InvalidInput([FieldError("content", "text must not contain NUL characters")])
-    return _open(scope).write(path, text.encode("utf-8"), guessed or "text/plain", overwrite, create_folders, text)
+    return open_store(scope).write_text(path, text, overwrite, create_folders)
 
 
 def delete_file(scope: Scope, path: str | None = None, *, file_id: str | None = None) -> FileEntry:
     """Delete one file, by path or id; returns what it was."""
-    store = _open(scope)
-    row = store.file_by_id(file_id) if file_id else store.file_by_path(path)
-    store.require("delete", row)
-    entry = store.entry(row)
-    store.remove_files([row])
-    return entry
+    return open_store(scope).delete_file(path, file_id=file_id)
 
 
 def rename_file(scope: Scope, path: str, new_name: str) -> FileEntry:
     """Give a file another name in the same folder."""
-    store = _open(scope)
-    row = store.file_by_path(path)
-    validate_name(new_name, "newName")
-    store.require("update", row)
-    if new_name == row.name:
-        return store.entry(row)
-    folder_path = store.folder_path(row.folder_id)
-    if store.file_row(row.folder_id, new_name) is not None or store.child_folder(row.folder_id, new_name):
-        raise Conflict(f"'{new_name}' already exists in {folder_path}")
-
-    def change() -> None:
-        row.name, row.sys_modified_at = new_name, utcnow()
-        store.session.add(row)
-
-    store.guarded(f"'{new_name}' already exists in {folder_path}", change)
-    return store.entry(row)
+    return open_store(scope).rename_file(path, new_name)
 
 
 def copy_file(scope: Scope, path: str, target: str, overwrite: bool = False) -> FileEntry:
     """Copy a file to `target`: a file path, or an existing folder to copy into under the same name."""
-    store = _open(scope)
-    row = store.file_by_path(path)
-    target_parts = split_path(target, "targetPath")
-    folder_id, missing = store.walk_folders(target_parts)
-    if not missing:  # the target is an existing folder (or the root)
-        target_parts = [*target_parts, row.name]
-    source = store.data(row)
-    return store.write(join_path(target_parts), bytes(source.content), row.mime_type, overwrite, True,
-                       source.text_content, "targetPath")
-
-
-# --- folders ----------------------------------------------------------------------------------------
+    return open_store(scope).copy_file(path, target, overwrite)
 
 
 def list_folders(scope: Scope, path: str = "/", recursive: bool = False) -> list[FolderEntry]:
     """The folders in a folder (all below it when `recursive`), by path."""
-    store = _open(scope)
-    store.require("read", what="folders")
-    folder_id = store.resolve_folder(split_path(path))
-    folders = store.subtree(folder_id) if recursive else [
-        f for f in store.folders().values() if f.parent_id == folder_id]
-    return sorted((store.folder_entry(f) for f in folders), key=lambda e: e.path)
+    return open_store(scope).list_folders(path, recursive)
 
 
 def create_folder(scope: Scope, path: str) -> FolderEntry:
     """Create a folder and any missing parents; Conflict when it exists already."""
-    store = _open(scope)
-    parts = split_path(path)
-    if not parts:
-        raise InvalidInput([FieldError("path", "the root folder (/) always exists")])
-    store.require("create", what="folders")
-    folder_id, missing = store.walk_folders(parts)
-    if not missing:
-        raise Conflict(f"folder {join_path(parts)} already exists")
-    return store.folder_entry(store.folders()[store.make_folders(folder_id, missing)])
+    return open_store(scope).create_folder(path)
 
 
 def delete_folder(scope: Scope, path: str, recursive: bool = False) -> DeletedFolder:
     """Delete a folder; with files or folders in it only when `recursive` (and all of them may go)."""
-    store = _open(scope)
-    parts = split_path(path)
-    if not parts:
-        raise InvalidInput([FieldError("path", "the root folder (/) cannot be deleted")])
-    folder_id = store.resolve_folder(parts)
-    folder = store.folders()[folder_id]
-    below = store.subtree(folder_id)
-    folder_ids = [folder_id, *(f.id for f in below)]
-    files = list(store.session.exec(select(StoredFile).where(StoredFile.folder_id.in_(folder_ids))).all())
-    if (files or below) and not recursive:
-        raise Conflict(f"folder {join_path(parts)} is not empty ({_count(len(files), 'file')} and "
-                       f"{_count(len(below), 'folder')} in it); set recursive to delete it with everything in it")
-    for row in [folder, *below]:
-        store.require("delete", row, "folders")
-    for row in files:
-        store.require("delete", row)
-    store.remove_files(files)
-    for row in reversed([folder, *below]):  # children before parents
-        store.session.delete(row)
-        store.session.flush()
-        store.folders().pop(row.id, None)
-    return DeletedFolder(join_path(parts), len(files), len(folder_ids))
+    return open_store(scope).delete_folder(path, recursive)
 
 
 # --- full-text search -------------------------------------------------------------------------------
 
-_SQLITE_SEARCH = """
-SELECT f.id AS file_id,
-       snippet(stored_file_fts, 1, :mark, :mark, '…', 16) AS snippet
-FROM stored_file_fts JOIN stored_file AS f ON f.id = stored_file_fts.file_id
-WHERE stored_file_fts MATCH :query AND f.feature_instance_id = :instance {filters}
-ORDER BY bm25(stored_file_fts), f.name
-LIMIT :limit
-"""
-_POSTGRES_SEARCH = """
-SELECT hit.file_id,
-       ts_headline('simple', left(d.text_content, {chars}), to_tsquery('simple', :query), :options) AS snippet
-FROM (
-    SELECT f.id AS file_id, f.name AS name, ts_rank(d.search_vector, to_tsquery('simple', :query)) AS score
-    FROM stored_file_data AS d JOIN stored_file AS f ON f.id = d.file_id
-    WHERE d.search_vector @@ to_tsquery('simple', :query) AND f.feature_instance_id = :instance {filters}
-    ORDER BY score DESC, f.name
-    LIMIT :limit
-) AS hit JOIN stored_file_data AS d ON d.file_id = hit.file_id
-ORDER BY hit.score DESC, hit.name
-""".replace("{chars}", str(SEARCH_INDEX_CHARS))
 _HEADLINE = (f'StartSel="{SNIPPET_MARK}", StopSel="{SNIPPET_MARK}", MaxWords=30, MinWords=12, '
              'MaxFragments=2, FragmentDelimiter=" … "')
 
@@ -674,44 +819,8 @@ def search_words(query: Any) -> list[str]:
 
 
 def search_files(scope: Scope, query: str, limit: int = 20, folder: str | None = None) -> list[SearchHit]:
-    """Files whose text contains every word of `query` (word prefixes match), best first.
-
-    Case-insensitive, no stemming. Each hit carries the file, its folder path and a snippet
-    with the matches between `**`. Binary files are not indexed.
-    """
-    words = search_words(query)
+    """Files whose text contains every word of `query` (:meth:`FileStore.search_files`)."""
+    words = search_words(query)  # a query without words is refused before the scope is opened
     if not 1 <= limit <= 100:
         raise InvalidInput([FieldError("limit", "must be between 1 and 100")])
-    store = _open(scope)
-    store.require("read")
-    filters, params = "", {"instance": store.instance.id, "limit": limit}
-    if store.level("read") == Level.OWN:
-        filters += " AND f.sys_created_by = :user"
-        params["user"] = store.user.id
-    binds = []
-    if folder is not None:
-        folder_id = store.resolve_folder(split_path(folder, "folder"), "folder")
-        if folder_id is not None:
-            filters += " AND f.folder_id IN :folders"
-            params["folders"] = [folder_id, *(f.id for f in store.subtree(folder_id))]
-            binds.append(bindparam("folders", expanding=True))
-    dialect = store.session.get_bind().dialect.name
-    if dialect == "sqlite":
-        statement = sql(_SQLITE_SEARCH.replace("{filters}", filters))
-        params |= {"query": " ".join(f'"{w}"*' for w in words), "mark": SNIPPET_MARK}
-    elif dialect == "postgresql":
-        statement = sql(_POSTGRES_SEARCH.replace("{filters}", filters))
-        params |= {"query": " & ".join(f"{w}:*" for w in words), "options": _HEADLINE}
-    else:  # pragma: no cover - the platform supports SQLite and PostgreSQL
-        raise NotImplementedError(f"full-text search is not available on {dialect}")
-    if binds:
-        statement = statement.bindparams(*binds)
-    store.session.flush()
-    rows = store.session.connection().execute(statement, params).all()
-    files = {r.id: r for r in store.session.exec(
-        select(StoredFile).where(StoredFile.id.in_([row.file_id for row in rows]))).all()}
-    hits = []
-    for row in rows:
-        entry = store.entry(files[row.file_id])
-        hits.append(SearchHit(entry, entry.folder_path, " ".join((row.snippet or "").split())))
-    return hits
+    return open_store(scope).search_files(" ".join(words), limit, folder)

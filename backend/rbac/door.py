@@ -11,7 +11,13 @@ each public method with :func:`guarded`. The decorator both
   of spelling the item again.
 
 Row-level own/all decisions stay inside the method, through
-:meth:`backend.rbac.access.AccessContext.visible` and :meth:`~AccessContext.may`.
+:meth:`backend.rbac.access.AccessContext.visible` and :meth:`~AccessContext.may` (or the door's
+:meth:`Door.visible` / :meth:`Door.may`, which add its scope).
+
+A door that serves the instances of every feature (the file store, agent chats) declares an
+item of "the door's feature" with :class:`FeatureItem`: ``FeatureItem.data("file")`` is declared
+as ``data.feature.<featureCode>.file`` and checked, per door, as ``data.feature.workspace.file``
+or ``data.feature.graphicalEditor.file`` (the door's ``feature_code``).
 
 Example::
 
@@ -37,8 +43,36 @@ from backend.rbac.rights import DATA, OPERATIONS, RESOURCE, UI, Level
 
 KINDS = ("public", "authenticated", "sysadmin", UI, RESOURCE, DATA)
 ATTRIBUTE = "__poweron_permissions__"
+FEATURE_PLACEHOLDER = "<featureCode>"
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class FeatureItem(str):
+    """An item of whichever feature the door's instance belongs to, in pattern form.
+
+    It is a string (``data.feature.<featureCode>.file``), so declarations, OpenAPI documents and
+    UI markers carry it as they are; a door resolves it with :meth:`Door.item_of`.
+    """
+
+    @classmethod
+    def data(cls, table: str) -> FeatureItem:
+        """``data.feature.<featureCode>.<table>``, as FeatureDefinition.data_item builds it."""
+        return cls(f"data.feature.{FEATURE_PLACEHOLDER}.{table}")
+
+    @classmethod
+    def resource(cls, name: str) -> FeatureItem:
+        """``resource.feature.<featureCode>.<name>``."""
+        return cls(f"resource.feature.{FEATURE_PLACEHOLDER}.{name}")
+
+    @classmethod
+    def ui(cls, name: str) -> FeatureItem:
+        """``ui.feature.<featureCode>.<name>``."""
+        return cls(f"ui.feature.{FEATURE_PLACEHOLDER}.{name}")
+
+    def of(self, feature_code: str) -> str:
+        """The item of one feature: ``data.feature.workspace.file`` for ``workspace``."""
+        return str.replace(self, FEATURE_PLACEHOLDER, feature_code)
 
 
 @dataclass(frozen=True)
@@ -72,6 +106,7 @@ class Door:
 
     Subclasses set ``access`` (an AccessContext) and say in which mandate and feature instance
     their checks are made (``scope``). Methods marked with :func:`guarded` are checked there.
+    A :class:`FeatureItem` is resolved for the door's ``feature_code`` (its instance's feature).
     """
 
     access: Any  # backend.rbac.access.AccessContext (not imported: it imports this module)
@@ -83,6 +118,20 @@ class Door:
         if instance is not None:
             return instance.mandate_id, instance.id
         return getattr(self, "mandate_id", None), None
+
+    @property
+    def feature_code(self) -> str | None:
+        """The feature whose items a :class:`FeatureItem` names here (the instance's feature)."""
+        instance = getattr(self, "instance", None)
+        return getattr(instance, "feature_code", None)
+
+    def item_of(self, item: str) -> str:
+        """`item` as checked by this door: a FeatureItem becomes the item of `feature_code`."""
+        if isinstance(item, FeatureItem):
+            if not self.feature_code:
+                raise ValueError(f"{type(self).__name__} has no feature_code to resolve {item}")
+            return item.of(self.feature_code)
+        return item
 
     def call_scope(self, method: str, arguments: dict[str, Any]) -> tuple[str | None, str | None]:
         """The (mandate id, instance id) one call of the guarded `method` is checked in.
@@ -97,7 +146,30 @@ class Door:
 
     def enforce(self, permission: Permission, scope: tuple[str | None, str | None] | None = None) -> None:
         """Raise Forbidden unless the user holds `permission` in `scope` (default: this door's)."""
+        if isinstance(permission.item, FeatureItem):
+            permission = Permission(permission.kind, self.item_of(permission.item), permission.operation)
         enforce(self.access, permission, *(self.scope if scope is None else scope))
+
+    def may_call(self, method: Callable[..., Any]) -> bool:
+        """Whether the user holds every permission `method` (a guarded method) declares, here.
+
+        For flags of what a page offers (an upload button, a chat bar) without calling it.
+        """
+        try:
+            for declared in permissions_of(method):
+                self.enforce(declared)
+        except Forbidden:
+            return False
+        return True
+
+    def visible(self, query: Any, model: Any, item: str, operation: str = "read") -> Any:
+        """`query` narrowed to the rows of DATA `item` the user may `operation` in this door's scope."""
+        return self.access.visible(query, model, self.item_of(item), *self.scope, operation=operation)
+
+    def may(self, operation: str, item: str, row: Any) -> bool:
+        """Whether the user may `operation` this `row` of DATA `item`, in this door's scope."""
+        mandate_id, instance_id = self.scope
+        return self.access.may(operation, self.item_of(item), row, mandate_id, instance_id)
 
 
 def enforce(access: Any, permission: Permission, mandate_id: str | None, instance_id: str | None) -> None:
