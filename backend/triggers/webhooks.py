@@ -19,7 +19,9 @@ Order of checks (each answer says no more than the one before it):
    starting nothing. Otherwise the run is created, everything committed, the run handed
    to the run worker, and the answer is 202 {runId}.
 
-The secret is never logged nor put into a message; the body size limit (POWERON_WEBHOOK_MAX_BYTES)
+The run input keeps the call's headers without the sender's credentials (`is_credential_header`:
+Authorization, Cookie, API keys, tokens, signatures … are dropped, not masked). The secret is never
+logged nor put into a message; the body size limit (POWERON_WEBHOOK_MAX_BYTES)
 is enforced by the route while reading the body.
 """
 
@@ -46,9 +48,15 @@ log = logging.getLogger(__name__)
 
 NODE_TYPE = "trigger.webhook"
 SIGNATURE_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature")
-# Credentials of the sender's infrastructure never reach the run input (runs are readable by
-# everyone with read rights on runs); the Standard Webhooks headers are kept (a MAC is no secret).
-DROPPED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+# Credential headers (see `is_credential_header`): dropped before the headers reach the run input.
+CREDENTIAL_HEADERS = frozenset({
+    "authorization", "proxy-authorization", "cookie", "set-cookie", "api-key", "apikey", "webhook-signature",
+})
+CREDENTIAL_WORDS = frozenset({
+    "auth", "authorization", "apikey", "credential", "credentials", "cookie", "hmac", "key", "passwd",
+    "password", "secret", "session", "sig", "signature", "token",
+})
+CREDENTIAL_SUFFIXES = ("apikey", "password", "secret", "signature", "token")
 WEBHOOK_ID_MAX = 200  # WebhookDelivery.webhook_id
 
 
@@ -139,11 +147,42 @@ def parse_body(body: bytes) -> Any:
         return body.decode("utf-8", errors="replace")
 
 
+def is_credential_header(name: str) -> bool:
+    """True for a header that carries a credential of the sender (or of something in between).
+
+    The rule, case-insensitive: the names in CREDENTIAL_HEADERS (Authorization,
+    Proxy-Authorization, Cookie, Set-Cookie, Api-Key, and webhook-signature: verified before the
+    run starts, so no workflow needs it), and every name with a word (split at "-", "_" and
+    ".") in CREDENTIAL_WORDS or ending in one of CREDENTIAL_SUFFIXES: X-Api-Key, X-Github-Token,
+    X-Hub-Signature-256, X-Gitlab-Token, X-Shopify-Hmac-Sha256, X-Amz-Security-Token,
+    X-Session-Id, X-Accesstoken and the like. It errs on the side of dropping: an X-Idempotency-Key
+    is dropped too. webhook-id and webhook-timestamp are no secrets and stay.
+
+    Args:
+        name: the header name as received.
+
+    Returns:
+        Whether the header must not be stored.
+    """
+    name = name.strip().lower()
+    if name in CREDENTIAL_HEADERS:
+        return True
+    words = name.replace("_", "-").replace(".", "-").split("-")
+    return any(word in CREDENTIAL_WORDS or word.endswith(CREDENTIAL_SUFFIXES) for word in words)
+
+
+def stored_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers as the run keeps them: names lower-cased, credential headers dropped.
+
+    Runs, their step logs and every viewer of them (anyone with read rights on runs) see only
+    these; the signature is checked on the headers as received, before this.
+    """
+    return {name.lower(): value for name, value in headers.items() if not is_credential_header(name)}
+
+
 def run_input(body: bytes, headers: Mapping[str, str], query: Mapping[str, str]) -> dict[str, Any]:
-    """The run input (the trigger's output): {body, headers, query}."""
-    return {"body": parse_body(body),
-            "headers": {k.lower(): v for k, v in headers.items() if k.lower() not in DROPPED_HEADERS},
-            "query": dict(query)}
+    """The run input (the trigger's output): {body, headers (see `stored_headers`), query}."""
+    return {"body": parse_body(body), "headers": stored_headers(headers), "query": dict(query)}
 
 
 def _delivered(session: Session, workflow_id: str, webhook_id: str) -> WebhookDelivery | None:
