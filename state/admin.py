@@ -1,7 +1,8 @@
 """State of the Admin page: mandates, their users, feature instances, access grants, and "why".
 
-Every change goes through `backend.admin.Administration`, which checks the signed-in user's
-rights itself; the tabs shown follow the UI items `ui.admin.*` of the selected mandate.
+Every read and change goes through the door `backend.admin.Administration`, which checks the
+signed-in user's rights itself (the handlers declare its methods' permissions with
+`requires_door`); which tabs are shown is the door's answer too (`Administration.tabs`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any, TypedDict
 
 import reflex as rx
 
-from backend.admin import MANAGE_INSTANCES, MANAGE_USERS, VIEW_PERMISSIONS, Administration, MemberInfo
+from backend.admin import Administration, MemberInfo
 from backend.errors import DomainError, Forbidden, NotFound
 from backend.features.registry import get_features
 from backend.rbac.access import AccessContext
@@ -19,13 +20,11 @@ from backend.rbac.resolver import Decision
 from backend.rbac.rights import DATA, OPERATIONS
 from state.auth import AuthState, NotSignedIn
 from state.page import PageMixin, user_message
-from state.permissions import requires
+from state.permissions import requires, requires_door
 
 MANDATE_ROLES = ("admin", "user", "viewer")
 MANDATE_ONLY = "-"  # the Permissions view's "no instance" choice (a select item cannot be "")
 TABS = ("mandates", "users", "instances", "permissions")
-
-MANAGE_ACCESS = "resource.feature.*.manageAccess"  # as declared by the REST routes
 
 
 class MandateRow(TypedDict):
@@ -197,17 +196,16 @@ class AdminState(PageMixin, AuthState):
                 self.mandate_id = ""
                 self.loaded = True
                 return
-            access = AccessContext(session, user)
-            admin = Administration(access)
-            mandates = [m for m in admin.list_mandates() if access.can_see("ui.admin", m.id)]
+            admin = Administration(AccessContext(session, user))
+            mandates = admin.admin_mandates()
             self.mandates = [MandateRow(id=m.id, name=m.name) for m in mandates]
             if self.mandate_id not in {m.id for m in mandates}:
                 self.mandate_id = mandates[0].id if mandates else ""
             self.show_mandates = user.is_sysadmin
             if self.mandate_id:
-                self.show_users = access.can_see("ui.admin.users", self.mandate_id)
-                self.show_instances = access.can_see("ui.admin.instances", self.mandate_id)
-                self.show_permissions = access.can_see("ui.admin.permissions", self.mandate_id)
+                tabs = admin.tabs(self.mandate_id)
+                self.show_users, self.show_instances = tabs.users, tabs.instances
+                self.show_permissions = tabs.permissions
                 self._load_mandate(admin)
             allowed = [t for t in TABS if getattr(self, f"show_{t}")]
             if self.tab not in allowed:
@@ -267,7 +265,7 @@ class AdminState(PageMixin, AuthState):
         return self._attempt(lambda session, user: action(Administration(AccessContext(session, user))), success)
 
     @rx.event
-    @requires("UI", "ui.admin")
+    @requires_door(Administration.tabs)
     def load(self):
         """on_load: check the sign-in and the right to see the page, then load the mandate."""
         self.error = ""
@@ -277,7 +275,7 @@ class AdminState(PageMixin, AuthState):
         return self._reload()
 
     @rx.event
-    @requires("UI", "ui.admin")
+    @requires_door(Administration.tabs)
     def select_mandate(self, mandate_id: str):
         """Switch to another mandate."""
         self.mandate_id = mandate_id
@@ -303,7 +301,7 @@ class AdminState(PageMixin, AuthState):
         self.new_mandate_name = value
 
     @rx.event
-    @requires("sysadmin")
+    @requires_door(Administration.create_mandate)
     def create_mandate(self, form_data: dict):
         """Create a mandate with the typed name and select it."""
         name = (form_data.get("name") or self.new_mandate_name or "").strip()
@@ -337,7 +335,7 @@ class AdminState(PageMixin, AuthState):
         self.new_roles = _toggled(self.new_roles, role, checked)
 
     @rx.event
-    @requires("RESOURCE", MANAGE_USERS)
+    @requires_door(Administration.create_user)
     def create_user(self, form_data: dict):
         """Create a user in the selected mandate with the ticked mandate roles."""
         username = (form_data.get("username") or self.new_username or "").strip()
@@ -354,7 +352,7 @@ class AdminState(PageMixin, AuthState):
         return event
 
     @rx.event
-    @requires("RESOURCE", MANAGE_USERS)
+    @requires_door(Administration.set_disabled)
     def set_disabled(self, user_id: str, username: str, disabled: bool):
         """Disable or enable a member's account."""
         mandate_id = self.mandate_id
@@ -378,7 +376,7 @@ class AdminState(PageMixin, AuthState):
         self.roles_selected = _toggled(self.roles_selected, role, checked)
 
     @rx.event
-    @requires("RESOURCE", MANAGE_USERS)
+    @requires_door(Administration.set_member_roles)
     def save_roles(self):
         """Give the member exactly the ticked mandate roles."""
         user_id, username, roles, mandate_id = (self.roles_user_id, self.roles_username,
@@ -405,7 +403,7 @@ class AdminState(PageMixin, AuthState):
         self.reset_value = value
 
     @rx.event
-    @requires("RESOURCE", MANAGE_USERS)
+    @requires_door(Administration.reset_password)
     def save_reset(self):
         """Set the typed password; the member's open sessions end."""
         user_id, username, password, mandate_id = (self.reset_user_id, self.reset_username,
@@ -426,7 +424,7 @@ class AdminState(PageMixin, AuthState):
         self.remove_username = username
 
     @rx.event
-    @requires("RESOURCE", MANAGE_USERS)
+    @requires_door(Administration.remove_member)
     def confirm_remove(self):
         """Remove the member (and their instance access) from the selected mandate."""
         user_id, username, mandate_id = self.remove_user_id, self.remove_username, self.mandate_id
@@ -463,7 +461,7 @@ class AdminState(PageMixin, AuthState):
         self.new_instance_label = value
 
     @rx.event
-    @requires("RESOURCE", MANAGE_INSTANCES)
+    @requires_door(Administration.create_instance)
     def create_instance(self, form_data: dict):
         """Create a feature instance in the selected mandate and open its access list."""
         label = (form_data.get("label") or self.new_instance_label or "").strip()
@@ -478,7 +476,7 @@ class AdminState(PageMixin, AuthState):
         return event
 
     @rx.event
-    @requires("RESOURCE", MANAGE_ACCESS)
+    @requires_door(Administration.list_access)
     def select_access_instance(self, instance_id: str):
         """Show who has access to this instance."""
         self.access_instance_id = instance_id
@@ -506,7 +504,7 @@ class AdminState(PageMixin, AuthState):
         return next((m["username"] for m in self.members if m["id"] == user_id), user_id)
 
     @rx.event
-    @requires("RESOURCE", MANAGE_ACCESS)
+    @requires_door(Administration.set_access)
     def grant_access(self):
         """Give the chosen member the chosen instance role (replacing their previous one)."""
         if not self.grant_user_id or not self.grant_role:
@@ -521,14 +519,14 @@ class AdminState(PageMixin, AuthState):
         return event
 
     @rx.event
-    @requires("RESOURCE", MANAGE_ACCESS)
+    @requires_door(Administration.set_access)
     def change_access(self, user_id: str, role: str):
         """Replace a member's instance role."""
         _ok, event = self._set_access(user_id, [role], f"'{self._username(user_id)}' now has {role}.")
         return event
 
     @rx.event
-    @requires("RESOURCE", MANAGE_ACCESS)
+    @requires_door(Administration.set_access)
     def revoke_access(self, user_id: str, username: str):
         """Remove a member's access to the instance."""
         _ok, event = self._set_access(user_id, [],
@@ -553,14 +551,14 @@ class AdminState(PageMixin, AuthState):
         return None
 
     @rx.event
-    @requires("RESOURCE", VIEW_PERMISSIONS)
+    @requires_door(Administration.explain_member)
     def set_explain_user(self, user_id: str):
         """Explain the rights of this member."""
         self.explain_user_id = user_id
         return self._explain()
 
     @rx.event
-    @requires("RESOURCE", VIEW_PERMISSIONS)
+    @requires_door(Administration.explain_member)
     def set_explain_instance(self, instance_id: str):
         """Explain the rights within this instance (or the mandate only)."""
         self.explain_instance_id = instance_id

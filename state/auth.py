@@ -9,6 +9,7 @@ import reflex as rx
 from sqlmodel import Session
 
 from backend import auth
+from backend.admin import Administration
 from backend.db import session_scope
 from backend.db.models import User
 from backend.rbac.access import AccessContext
@@ -55,8 +56,8 @@ class AuthState(rx.State):
         """Remember who is signed in and which navigation entries they may see.
 
         Workflows, Editor, Monitor and Inbox need a Graphical Editor instance the user may
-        open, Workspace a Workspace instance, Admin the UI item `ui.admin` in one of the
-        user's mandates (system administrators see everything).
+        open, Workspace a Workspace instance, Admin what the administration door says
+        (`Administration.navigation_rights`).
 
         Args:
             session: The open database transaction.
@@ -66,9 +67,7 @@ class AuthState(rx.State):
         access = AccessContext(session, user)
         self.nav_graphical_editor = bool(access.visible_instances(GRAPHICAL_EDITOR))
         self.nav_workspace = bool(access.visible_instances(WORKSPACE))
-        self.nav_admin = user.is_sysadmin or any(
-            access.can_see("ui.admin", mandate.id) for mandate in access.visible_mandates()
-        )
+        self.nav_admin = Administration(access).navigation_rights()
         self.nav_loaded = True
 
     def _forget_navigation(self) -> None:
