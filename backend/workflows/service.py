@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
@@ -272,6 +273,29 @@ def _check_base(session: Session, workflow: Workflow, draft: WorkflowVersion | N
     raise Conflict(f"{what}; reload to see the changes")
 
 
+def _create_draft(session: Session, user: User, workflow: Workflow, graph: dict[str, Any]) -> WorkflowVersion:
+    """The workflow's new draft holding `graph` (inserted and flushed).
+
+    Two saves creating the draft at the same instant both try to insert one; the database's
+    one-draft index (and the unique version number) lets only one in. The other save's insert is
+    undone alone (a savepoint) and it gets Conflict naming the draft that won: nothing of it is
+    written, and the caller's transaction stays usable.
+    """
+    draft = WorkflowVersion(workflow_id=workflow.id, version_number=_next_version_number(session, workflow),
+                            graph=copy.deepcopy(graph), sys_created_by=user.id, sys_modified_by=user.id)
+    try:
+        with session.begin_nested():
+            session.add(draft)
+            session.flush()
+    except IntegrityError:  # the savepoint's rollback took the draft out of the session again
+        winner = draft_version(session, workflow)
+        if winner is not None:
+            raise _changed_elsewhere(session, workflow, winner) from None
+        raise Conflict(f"the draft of '{workflow.name}' was saved elsewhere at the same time; "
+                       "reload to see the changes") from None
+    return draft
+
+
 def save_draft(session: Session, user: User, workflow: Workflow, graph: Any,
                base: DraftBase | None = None) -> WorkflowVersion:
     """Store `graph` in the draft, creating the draft when there is none.
@@ -296,14 +320,7 @@ def save_draft(session: Session, user: User, workflow: Workflow, graph: Any,
     edited = draft or published
     graph = seal_secrets(graph, edited.graph if edited is not None else None)
     if draft is None:
-        draft = WorkflowVersion(
-            workflow_id=workflow.id,
-            version_number=_next_version_number(session, workflow),
-            graph=copy.deepcopy(graph),
-            sys_created_by=user.id,
-            sys_modified_by=user.id,
-        )
-        session.add(draft)
+        draft = _create_draft(session, user, workflow, graph)
     else:
         values = {"graph": copy.deepcopy(graph), "sys_modified_at": utcnow(), "sys_modified_by": user.id,
                   "lock_version": draft.lock_version + 1}
