@@ -73,7 +73,7 @@ def refusal(body: bytes) -> JSONResponse | None:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         return JSONResponse({"detail": f"request body is not valid UTF-8 (byte 0x{body[exc.start]:02x} at "
-                                       f"position {exc.start}); send JSON encoded as UTF-8"}, status_code=400)
+                                       f"offset {exc.start}); send JSON encoded as UTF-8"}, status_code=400)
     try:
         value: Any = json.loads(text.removeprefix("\ufeff"))
     except RecursionError:
