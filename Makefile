@@ -16,7 +16,7 @@ export POWERON_API_URL ?= http://localhost:$(API_PORT)
 export POWERON_UI_URL ?= http://localhost:$(UI_PORT)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run dev test bench setup setup-test lint clean
+.PHONY: run dev test bench setup setup-test system-deps lint clean
 
 $(STAMPS)/venv: requirements.txt
 	@mkdir -p $(STAMPS)
@@ -38,10 +38,15 @@ $(STAMPS)/frontend: $(STAMPS)/venv $(STAMPS)/node rxconfig.py
 	PATH="$$(cat $(STAMPS)/node.path):$$PATH" $(VENV)/bin/reflex init --loglevel warning >/dev/null
 	@touch $@
 
-setup: $(STAMPS)/venv $(STAMPS)/node $(STAMPS)/frontend
+# System packages the product needs (bubblewrap for script.python): checked on every set-up,
+# installed with apt when root, else one line says how; the set-up goes on either way.
+system-deps:
+	@scripts/ensure_run_deps.sh
+
+setup: system-deps $(STAMPS)/venv $(STAMPS)/node $(STAMPS)/frontend
 	$(PY) -m backend.bootstrap
 
-setup-test: $(STAMPS)/venv-dev $(STAMPS)/node $(STAMPS)/frontend
+setup-test: system-deps $(STAMPS)/venv-dev $(STAMPS)/node $(STAMPS)/frontend
 	scripts/ensure_test_deps.sh
 
 # make run watches no source folder (an empty one), so the backend never restarts under you;

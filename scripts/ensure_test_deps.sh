@@ -2,6 +2,9 @@
 # System packages the test suite uses: Chromium (Playwright drives the system browser),
 # PostgreSQL (the persistence tests start a throw-away server), and bubblewrap plus the system
 # python3 (the script.python sandbox runs code with them). Installed with apt when root.
+# bubblewrap and python3 are the product's own needs: scripts/ensure_run_deps.sh (make's
+# system-deps, run before this) installs them already; here they are only required, so a test run
+# without them stops at once instead of failing the sandbox tests.
 set -euo pipefail
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
