@@ -20,11 +20,12 @@ from starlette.concurrency import run_in_threadpool
 
 from backend import json_limits
 from backend.api.deps import CurrentUser, DbSession
-from backend.api.permissions import permission
+from backend.api.permissions import declared_by, permission
 from backend.api.schemas import CamelModel, StrictCamelModel
 from backend.config import get_settings
 from backend.db import session_scope
 from backend.errors import FieldError, InvalidInput
+from backend.features.graphical_editor.interface import GraphicalEditorInterface
 from backend.triggers import events, forms, launch, webhooks
 
 router = APIRouter(prefix="/api", tags=["triggers"])
@@ -98,7 +99,7 @@ for _method in HOOK_METHODS:
 
 
 @router.post("/events", status_code=202, response_model=RunsAccepted,
-             **permission("RESOURCE", events.EXECUTE))
+             **declared_by(GraphicalEditorInterface.check_may_execute))
 def fire_event(body: EventIn, user: CurrentUser, session: DbSession) -> RunsAccepted:
     """Start every active published workflow of the caller's mandate(s) whose trigger.event
     listens to `type` and whose filter matches `payload`, each as its creator. 403 without the

@@ -34,16 +34,14 @@ from backend.db.engine import write_gate
 from backend.db.models import FeatureInstance, User, UserMandate, Workflow, WorkflowVersion
 from backend.engine.expressions import ExpressionError, ExpressionScope, evaluate_parameters
 from backend.errors import Forbidden
+from backend.features.graphical_editor.main import FEATURE_CODE
 from backend.rbac.access import AccessContext
-from backend.rbac.rights import RESOURCE
 from backend.statemachines import workflow_version as version_lifecycle
 from backend.triggers import launch
 
 log = logging.getLogger(__name__)
 
 NODE_TYPE = "trigger.event"
-FEATURE_CODE = "graphicalEditor"
-EXECUTE = f"resource.feature.{FEATURE_CODE}.execute"
 
 
 class _EventScope(ExpressionScope):
@@ -79,14 +77,24 @@ def matches(filter_value: Any, event_type: str, payload: Any, where: str = "") -
     return False
 
 
+def _may_execute(door: Any) -> bool:
+    try:
+        door.check_may_execute()
+    except Forbidden:
+        return False
+    return True
+
+
 def executable_instances(session: Session, user: User) -> list[FeatureInstance]:
     """Graphical Editor instances of the user's own mandates where they may execute workflows."""
+    from backend.features.graphical_editor.interface import GraphicalEditorInterface  # the feature imports the engine
+
     access = AccessContext(session, user)
     mandates = select(UserMandate.mandate_id).where(UserMandate.user_id == user.id)
     instances = session.exec(select(FeatureInstance).where(FeatureInstance.feature_code == FEATURE_CODE,
                                                            FeatureInstance.mandate_id.in_(mandates))).all()
     return [i for i in instances if access.can_open_instance(i)
-            and access.resolve(RESOURCE, EXECUTE, i.mandate_id, i.id).allowed]
+            and _may_execute(GraphicalEditorInterface(access, i))]
 
 
 def listeners(session: Session, instances: list[FeatureInstance], event_type: str,

@@ -110,10 +110,7 @@ def run_as_creator(session: Session, workflow: Workflow) -> tuple[User | None, s
     if creator.disabled:
         return None, f"its creator {creator.username} is disabled"
     try:
-        iface = get_interface(creator, None, workflow.feature_instance_id, session)
-        iface.require_resource("execute")
-        if not iface.can("workflow_run", "create"):
-            return None, f"its creator {creator.username} may no longer create runs"
+        get_interface(creator, None, workflow.feature_instance_id, session).check_may_run()
     except (NotFound, Forbidden):
         return None, f"its creator {creator.username} may no longer execute workflows in this instance"
     return creator, None

@@ -170,7 +170,7 @@ def _mutate(params: Any, context: ActionContext, change: Callable[[dict[str, Any
     """Apply `change` to a copy of the edited graph, refuse it if it adds a problem, else save the draft."""
     iface = _editor(context, params.editor_instance_id)
     workflow = iface.get_workflow(params.workflow_id)
-    if not iface.can("workflow", "update", workflow):
+    if not iface.may_change(workflow):
         raise Forbidden(f"your roles do not allow changing workflow '{workflow.name}'")
     before = _graph_of(_edited_version(iface, workflow))
     after = copy.deepcopy(before)

@@ -1,31 +1,126 @@
-"""Data access of one Graphical Editor instance, with the caller's DATA and RESOURCE rights.
+"""The door of one Graphical Editor instance: the only path to its workflows, versions and runs.
 
-Every read and write of workflows and versions from REST or UI goes through here.
-`own` rights are applied row by row (sysCreatedBy = the user); a row the user may not read is
-not found, a row they may read but not change is forbidden.
+Every read and write of workflows, versions and runs from REST, the UI, the agent's workflow
+tools and the outside triggers goes through :class:`GraphicalEditorInterface`. Each public
+method declares the permission it enforces with :func:`backend.rbac.door.guarded` (routes and UI
+handlers read that declaration); row-level `own` rights are applied inside with
+``AccessContext.may`` / ``AccessContext.visible``: a row the user may not read is not found, a row
+they may read but not change is forbidden.
+
+Graphs leave the door already shown for the caller: webhook secrets in clear only for those who
+may change the workflow, masked for everyone else (and always masked with ``masked=True``, for
+the editor page and agent prompts, where secrets never go).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, select
 
 from backend.db.models import FeatureInstance, RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion
 from backend.engine import executor, recovery, worker
-from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
-from backend.rbac.access import AccessContext
-from backend.rbac.rights import Level
+from backend.errors import Conflict, DomainError, FieldError, Forbidden, InvalidInput, NotFound
+from backend.features.graphical_editor.main import (
+    CHAT_DATA,
+    CREATE_BUTTON,
+    DELETE_BUTTON,
+    EXECUTE,
+    FEATURE_CODE,
+    PUBLISH,
+    RENAME_BUTTON,
+    RUN_DATA,
+    USE_AGENT,
+    VERSION_DATA,
+    WORKFLOW_DATA,
+)
+from backend.rbac.access import AccessContext, allows
+from backend.rbac.door import Door, Permission, guarded
+from backend.rbac.rights import DATA, RESOURCE, UI
 from backend.statemachines import workflow_run as run_lifecycle
+from backend.triggers import secrets as webhook_secrets
 from backend.workflows import run_history as history
 from backend.workflows import service, templates
+from backend.workflows.graph import default_graph
 from backend.workflows.validation import validate_graph
 
-FEATURE_CODE = "graphicalEditor"
+if TYPE_CHECKING:
+    from backend.agent.service import AgentRequest
+
+__all__ = ["FEATURE_CODE", "EditorRights", "GraphicalEditorInterface", "PageRights", "VersionView",
+           "WorkflowSummary", "WorkflowView", "get_interface", "last_changed_workflow"]
+
+VERSION_ACTIONS = ("publish", "unpublish", "archive", "restore")
 
 
-class GraphicalEditorInterface:
-    """CRUD over one instance's workflows, authorised as one user."""
+# --- what the door hands out --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkflowSummary:
+    """A workflow as lists show it: the row and the numbers of its draft and published version."""
+
+    workflow: Workflow
+    draft_version: int | None
+    published_version: int | None
+
+
+@dataclass(frozen=True)
+class WorkflowView:
+    """A workflow with the graph a person edits (draft, else published) as the caller may see it."""
+
+    workflow: Workflow
+    draft_version: int | None
+    published_version: int | None
+    graph: dict[str, Any]
+    edited_version_id: str | None
+    edited_lock_version: int | None
+
+
+@dataclass(frozen=True)
+class VersionView:
+    """A version with its graph as the caller may see it and its author's username."""
+
+    id: str
+    workflow_id: str
+    version_number: int
+    status: str
+    graph: dict[str, Any]
+    sys_created_by: str | None
+    sys_created_at: datetime
+    sys_modified_at: datetime
+    published_at: datetime | None
+    lock_version: int
+    author: str = ""
+
+
+@dataclass(frozen=True)
+class PageRights:
+    """What the Workflows page offers in this instance."""
+
+    can_create: bool
+    can_rename: bool
+    can_delete: bool
+
+
+@dataclass(frozen=True)
+class EditorRights:
+    """What the editor page offers on one workflow."""
+
+    can_edit: bool
+    can_publish: bool
+    can_execute: bool
+    can_use_agent: bool
+
+
+# --- the door -----------------------------------------------------------------------------------
+
+
+class GraphicalEditorInterface(Door):
+    """Workflows, versions and runs of one instance, authorised as one user."""
 
     def __init__(self, access: AccessContext, instance: FeatureInstance):
         self.access = access
@@ -33,57 +128,123 @@ class GraphicalEditorInterface:
         self.user = access.user
         self.instance = instance
 
-    # --- checks -----------------------------------------------------------------------------
+    # --- checks (private) -----------------------------------------------------------------------
 
-    def _level(self, table: str, operation: str) -> Level:
-        return self.access.data_level(f"data.feature.{FEATURE_CODE}.{table}", operation,
-                                      self.instance.mandate_id, self.instance.id)
-
-    def _require(self, table: str, operation: str, row: Any = None) -> None:
-        level = self._level(table, operation)
-        if level == Level.NONE:
-            raise Forbidden(f"your roles allow no {operation} on {table} in this instance")
-        if level == Level.OWN and row is not None and getattr(row, "sys_created_by", None) != self.user.id:
-            raise Forbidden(f"your roles allow {operation} only on {table} rows you created")
-
-    def can_see(self, item: str) -> bool:
-        """UI check within this instance (item relative to the feature, e.g. 'workflows.create')."""
-        return self.access.can_see(f"ui.feature.{FEATURE_CODE}.{item}", self.instance.mandate_id, self.instance.id)
-
-    def can(self, table: str, operation: str, row: Any = None) -> bool:
+    def _holds(self, kind: str, item: str, operation: str | None = None) -> bool:
+        """Whether the caller holds this permission here (the check guarded makes, as a flag)."""
         try:
-            self._require(table, operation, row)
+            self.enforce(Permission(kind, item, operation))
         except Forbidden:
             return False
         return True
 
-    def require_resource(self, name: str) -> None:
-        self.access.require_resource(f"resource.feature.{FEATURE_CODE}.{name}",
-                                     self.instance.mandate_id, self.instance.id)
+    def _may(self, operation: str, item: str, row: Any) -> bool:
+        """The own/all rule for one row of this instance."""
+        return self.access.may(operation, item, row, self.instance.mandate_id, self.instance.id)
 
-    # --- workflows --------------------------------------------------------------------------
+    def _require_row(self, operation: str, row: Any, what: str) -> None:
+        """Forbidden unless the caller may `operation` this visible row."""
+        if not self._may(operation, WORKFLOW_DATA, row):
+            raise Forbidden(f"your roles allow {operation} only on {what} you created")
 
+    def _reads_all(self, item: str) -> bool:
+        """Whether the caller reads every row of `item` here (not only their own)."""
+        return allows(self.access.data_level(item, "read", self.instance.mandate_id, self.instance.id),
+                      None, self.user.id)
+
+    def _shown(self, workflow: Workflow, graph: Any, masked: bool) -> dict[str, Any]:
+        """`graph` with webhook secrets in clear for those who may change `workflow`, else masked."""
+        if not masked and self._may("update", WORKFLOW_DATA, workflow):
+            return webhook_secrets.reveal(graph)
+        return webhook_secrets.redact(graph)
+
+    def _usernames(self, user_ids: set[str | None]) -> dict[str, str]:
+        wanted = sorted(i for i in user_ids if i)
+        if not wanted:
+            return {}
+        return {u.id: u.username for u in self.session.exec(select(User).where(User.id.in_(wanted))).all()}
+
+    def _version_view(self, workflow: Workflow, version: WorkflowVersion, author: str = "",
+                      masked: bool = False) -> VersionView:
+        return VersionView(
+            id=version.id, workflow_id=version.workflow_id, version_number=version.version_number,
+            status=version.status, graph=self._shown(workflow, version.graph, masked),
+            sys_created_by=version.sys_created_by, sys_created_at=version.sys_created_at,
+            sys_modified_at=version.sys_modified_at, published_at=version.published_at,
+            lock_version=version.lock_version, author=author)
+
+    # --- page rights ----------------------------------------------------------------------------
+
+    @guarded(DATA, WORKFLOW_DATA, "read")
+    def page_rights(self) -> PageRights:
+        """The Workflows page's buttons: create (button and create right), rename, delete."""
+        return PageRights(
+            can_create=self._holds(UI, CREATE_BUTTON) and self._holds(DATA, WORKFLOW_DATA, "create"),
+            can_rename=self._holds(UI, RENAME_BUTTON),
+            can_delete=self._holds(UI, DELETE_BUTTON),
+        )
+
+    @guarded(DATA, WORKFLOW_DATA, "read")
+    def editor_rights(self, workflow: Workflow) -> EditorRights:
+        """What the editor offers on `workflow`: editing, publishing, running, the AI chat."""
+        can_edit = self._may("update", WORKFLOW_DATA, workflow)
+        return EditorRights(can_edit=can_edit, can_publish=can_edit and self._holds(RESOURCE, PUBLISH),
+                            can_execute=self._holds(RESOURCE, EXECUTE),
+                            can_use_agent=self._holds(RESOURCE, USE_AGENT))
+
+    @guarded(DATA, WORKFLOW_DATA, "read")
+    def may_change(self, workflow: Workflow) -> bool:
+        """Whether the caller may change `workflow` (update it, save its draft)."""
+        return self._may("update", WORKFLOW_DATA, workflow)
+
+    @guarded(RESOURCE, EXECUTE)
+    def check_may_execute(self) -> None:
+        """Nothing when the caller holds the execute right here (e.g. to fire events), else Forbidden."""
+
+    @guarded(RESOURCE, EXECUTE)
+    @guarded(DATA, RUN_DATA, "create")
+    def check_may_run(self) -> None:
+        """Nothing when the caller may start runs here (execute right, create on runs), else Forbidden."""
+
+    # --- workflows ------------------------------------------------------------------------------
+
+    @guarded(DATA, WORKFLOW_DATA, "read")
     def list_workflows(self) -> list[Workflow]:
-        level = self._level("workflow", "read")
-        if level == Level.NONE:
-            raise Forbidden("your roles allow no read on workflow in this instance")
-        workflows = service.list_workflows(self.session, self.instance)
-        if level == Level.OWN:
-            workflows = [w for w in workflows if w.sys_created_by == self.user.id]
-        return workflows
+        """The workflows the caller may read, newest change first."""
+        return [w for w in service.list_workflows(self.session, self.instance) if self._may("read", WORKFLOW_DATA, w)]
 
+    @guarded(DATA, WORKFLOW_DATA, "read")
+    def workflow_summaries(self) -> list[WorkflowSummary]:
+        """The readable workflows with their draft and published version numbers."""
+        workflows = self.list_workflows()
+        numbers = service.version_numbers(self.session, workflows)
+        return [WorkflowSummary(w, numbers[w.id].get("draft"), numbers[w.id].get("published")) for w in workflows]
+
+    @guarded(DATA, WORKFLOW_DATA, "read")
     def get_workflow(self, workflow_id: str) -> Workflow:
+        """The workflow, NotFound when it is not this instance's or not the caller's to read."""
         workflow = service.get_workflow(self.session, self.instance, workflow_id)
-        level = self._level("workflow", "read")
-        if level == Level.NONE or (level == Level.OWN and workflow.sys_created_by != self.user.id):
+        if not self._may("read", WORKFLOW_DATA, workflow):
             raise NotFound(f"workflow {workflow_id} not found")
         return workflow
 
+    @guarded(DATA, WORKFLOW_DATA, "read")
+    def workflow_view(self, workflow: Workflow, masked: bool = False) -> WorkflowView:
+        """`workflow` with the graph a person edits (draft, else published, else a lone trigger)."""
+        numbers = service.version_numbers(self.session, [workflow])[workflow.id]
+        version = service.edited_version(self.session, workflow)
+        graph = version.graph if version is not None else default_graph()
+        return WorkflowView(workflow=workflow, draft_version=numbers.get("draft"),
+                            published_version=numbers.get("published"),
+                            graph=self._shown(workflow, graph, masked),
+                            edited_version_id=version.id if version is not None else None,
+                            edited_lock_version=version.lock_version if version is not None else None)
+
+    @guarded(DATA, WORKFLOW_DATA, "create")
     def create_workflow(self, name: Any, description: str = "", graph: Any = None,
                         template_id: str | None = None) -> Workflow:
         """A new workflow whose draft is `graph`, or the graph of template `template_id` (not both:
         422 naming templateId), else a lone manual trigger."""
-        self._require("workflow", "create")
         if template_id is not None:
             if graph is not None:
                 raise InvalidInput([FieldError("templateId", "give either graph or templateId, not both")])
@@ -95,55 +256,75 @@ class GraphicalEditorInterface:
             _refuse_bad_schedules(graph)
         return service.create_workflow(self.session, self.user, self.instance, name, description, graph)
 
+    @guarded(DATA, WORKFLOW_DATA, "read")
     def list_templates(self) -> list[templates.Template]:
         """The workflow templates (to whoever may read workflows here)."""
-        self._require("workflow", "read")
         return templates.templates()
 
+    @guarded(DATA, WORKFLOW_DATA, "update")
     def update_workflow(self, workflow: Workflow, name: Any = None, description: str | None = None,
                         active: bool | None = None) -> Workflow:
-        self._require("workflow", "update", workflow)
+        """Rename, describe or switch (in)active a workflow the caller may change."""
+        self._require_row("update", workflow, "workflows")
         return service.update_workflow(self.session, self.user, workflow, self.instance, name, description, active)
 
+    @guarded(DATA, WORKFLOW_DATA, "delete")
     def delete_workflow(self, workflow: Workflow) -> None:
-        self._require("workflow", "delete", workflow)
+        """Delete a workflow the caller may delete."""
+        self._require_row("delete", workflow, "workflows")
         service.delete_workflow(self.session, workflow)
 
-    # --- versions ---------------------------------------------------------------------------
+    @guarded(DATA, WORKFLOW_DATA, "read")
+    def validate_workflow(self, workflow: Workflow) -> list[FieldError]:
+        """Every DESIGN §4 problem of the graph being edited (draft, else published); [] when valid."""
+        return service.validate_workflow(self.session, workflow)
 
-    def list_versions(self, workflow: Workflow) -> list[WorkflowVersion]:
-        self._require("workflow_version", "read")
-        return service.list_versions(self.session, workflow)
+    # --- versions -------------------------------------------------------------------------------
 
-    def save_draft(self, workflow: Workflow, graph: Any, base: service.DraftBase | None = None) -> WorkflowVersion:
+    @guarded(DATA, VERSION_DATA, "read")
+    def list_versions(self, workflow: Workflow, masked: bool = False) -> list[VersionView]:
+        """All versions of `workflow`, newest first, with their authors."""
+        versions = service.list_versions(self.session, workflow)
+        names = self._usernames({v.sys_created_by for v in versions})
+        return [self._version_view(workflow, v, names.get(v.sys_created_by or "", ""), masked) for v in versions]
+
+    @guarded(DATA, VERSION_DATA, "read")
+    def get_version(self, workflow: Workflow, version_id: str, masked: bool = False) -> VersionView:
+        """One version of `workflow` (e.g. to show it read only), else NotFound."""
+        version = next((v for v in self.list_versions(workflow, masked) if v.id == version_id), None)
+        if version is None:
+            raise NotFound(f"version {version_id} not found")
+        return version
+
+    @guarded(DATA, WORKFLOW_DATA, "update")
+    def save_draft(self, workflow: Workflow, graph: Any, base: service.DraftBase | None = None) -> VersionView:
         """Save the draft. A draft may be incomplete, but a schedule it cannot run is refused at
         once (422 naming node and field), as when creating: a wrong cron, interval or time zone
         is never work in progress worth keeping, and finding out only at publish time is late.
 
         `base` (the version the editor opened): Conflict when it changed since (service.save_draft)."""
-        self._require("workflow", "update", workflow)
+        self._require_row("update", workflow, "workflows")
         _refuse_bad_schedules(graph)
-        return service.save_draft(self.session, self.user, workflow, graph, base)
+        draft = service.save_draft(self.session, self.user, workflow, graph, base)
+        return self._version_view(workflow, draft)
 
-    def edited_version(self, workflow: Workflow) -> WorkflowVersion | None:
-        """The version a person edits: the draft, else the published one (None when neither)."""
-        return service.edited_version(self.session, workflow)
-
-    def validate_workflow(self, workflow: Workflow) -> list[FieldError]:
-        """Every DESIGN §4 problem of the graph being edited (draft, else published); [] when valid."""
-        self._require("workflow", "read", workflow)
-        return service.validate_workflow(self.session, workflow)
-
-    def change_version(self, workflow: Workflow, action: str, version_id: str | None = None) -> WorkflowVersion:
+    @guarded(RESOURCE, PUBLISH)
+    @guarded(DATA, WORKFLOW_DATA, "update")
+    def change_version(self, workflow: Workflow, action: str, version_id: str | None = None) -> VersionView:
         """publish | unpublish | archive | restore, which need the publish right."""
-        self.require_resource("publish")
-        self._require("workflow", "update", workflow)
+        if action not in VERSION_ACTIONS:
+            raise InvalidInput([FieldError("action", f"must be one of {', '.join(VERSION_ACTIONS)}")])
+        self._require_row("update", workflow, "workflows")
         if action == "restore":
-            return service.restore(self.session, self.user, workflow, version_id)
-        return getattr(service, action)(self.session, self.user, workflow)
+            version = service.restore(self.session, self.user, workflow, version_id)
+        else:
+            version = getattr(service, action)(self.session, self.user, workflow)
+        return self._version_view(workflow, version)
 
-    # --- runs -------------------------------------------------------------------------------
+    # --- runs -----------------------------------------------------------------------------------
 
+    @guarded(RESOURCE, EXECUTE)
+    @guarded(DATA, RUN_DATA, "create")
     def start_run(self, workflow: Workflow, input: Any = None, version: str | None = None,  # noqa: A002
                   mode: str = "full", wait_seconds: float | None = None) -> WorkflowRun:
         """Start a run of the draft (default when there is one) or the published version.
@@ -153,8 +334,6 @@ class GraphicalEditorInterface:
         took longer than `wait_seconds` (POWERON_RUN_WAIT_SECONDS by default; 0 returns at once,
         for callers that watch the run themselves, like the editor's live trace).
         """
-        self.require_resource("execute")
-        self._require("workflow_run", "create")
         chosen = None
         if version in (None, "draft"):
             chosen = service.draft_version(self.session, workflow)
@@ -172,10 +351,9 @@ class GraphicalEditorInterface:
         self.session.refresh(run)
         return run
 
+    @guarded(DATA, RUN_DATA, "read")
     def list_runs(self, workflow_id: str | None = None, status: str | None = None) -> list[WorkflowRun]:
-        level = self._level("workflow_run", "read")
-        if level == Level.NONE:
-            raise Forbidden("your roles allow no read on workflow_run in this instance")
+        """The runs the caller may read, newest first, of one workflow and/or in one status."""
         query = select(WorkflowRun).where(WorkflowRun.feature_instance_id == self.instance.id)
         if workflow_id:
             query = query.where(WorkflowRun.workflow_id == self.get_workflow(workflow_id).id)
@@ -184,63 +362,101 @@ class GraphicalEditorInterface:
             if status not in known:
                 raise InvalidInput([FieldError("status", f"must be one of {', '.join(known)}")])
             query = query.where(WorkflowRun.status == status)
-        if level == Level.OWN:
-            query = query.where(WorkflowRun.sys_created_by == self.user.id)
+        query = self.access.visible(query, WorkflowRun, RUN_DATA, self.instance.mandate_id, self.instance.id)
         return list(self.session.exec(query.order_by(WorkflowRun.started_at.desc())).all())
 
     def _run_reader(self) -> str | None:
         """None when the user may read every run of the instance, their id when only their own."""
-        level = self._level("workflow_run", "read")
-        if level == Level.NONE:
-            raise Forbidden("your roles allow no read on workflow_run in this instance")
-        return self.user.id if level == Level.OWN else None
+        return None if self._reads_all(RUN_DATA) else self.user.id
 
+    @guarded(DATA, RUN_DATA, "read")
     def run_history(self, workflow: Workflow, status: str | None = None, trigger: str | None = None,
                     limit: int = history.DEFAULT_LIMIT, before: str | None = None) -> history.RunPage:
         """A page of `workflow`'s runs (read with get_workflow), newest first; rights as list_runs."""
         return history.list_runs(self.session, workflow.id, created_by=self._run_reader(), status=status,
-                                     trigger=trigger, limit=limit, before=before)
+                                 trigger=trigger, limit=limit, before=before)
 
+    @guarded(DATA, RUN_DATA, "read")
     def run_summary(self, workflow: Workflow, days: int = history.DEFAULT_DAYS) -> history.RunSummary:
         """The monitor's figures of `workflow`'s runs over the last `days` days; rights as list_runs."""
         return history.summarize(self.session, workflow.id, created_by=self._run_reader(), days=days)
 
+    @guarded(DATA, RUN_DATA, "read")
     def get_run(self, run_id: str) -> WorkflowRun:
+        """The run, NotFound when it is not this instance's or not the caller's to read."""
         run = self.session.get(WorkflowRun, run_id)
-        level = self._level("workflow_run", "read")
-        if (run is None or run.feature_instance_id != self.instance.id or level == Level.NONE
-                or (level == Level.OWN and run.sys_created_by != self.user.id)):
+        if run is None or run.feature_instance_id != self.instance.id or not self._may("read", RUN_DATA, run):
             raise NotFound(f"run {run_id} not found")
         return run
 
+    @guarded(DATA, RUN_DATA, "read")
     def run_steps(self, run: WorkflowRun) -> list[RunStepLog]:
+        """The step log of a run read with get_run, in order."""
         return list(self.session.exec(
             select(RunStepLog).where(RunStepLog.run_id == run.id).order_by(RunStepLog.started_at, RunStepLog.id)
         ).all())
 
+    @guarded(RESOURCE, EXECUTE)
     def cancel_run(self, run: WorkflowRun) -> WorkflowRun:
         """Cancel a running or paused run; a running one stops before its next node.
 
         Its pending human tasks are cancelled with it, so nobody is asked to decide for a dead run.
         """
-        self.require_resource("execute")
         run_lifecycle.cancel(self.session, run, f"cancelled by {self.user.username}", by=self.user.id)
         return run
 
+    @guarded(RESOURCE, EXECUTE)
     def continue_run(self, run: WorkflowRun, wait_seconds: float | None = None) -> WorkflowRun:
         """Step-by-step mode: run the next node of a run paused by the step debugger."""
-        self.require_resource("execute")
         executor.continue_run(self.session, run)
         return self._executed(run, wait_seconds)
 
+    @guarded(RESOURCE, EXECUTE)
+    @guarded(DATA, RUN_DATA, "create")
     def retry_run(self, run: WorkflowRun, wait_seconds: float | None = None) -> WorkflowRun:
         """Retry a failed run from its failed node: a new run that reuses the completed outputs
         (see backend/engine/recovery.py) executed to its next resting state; 409 unless failed."""
-        self.require_resource("execute")
-        self._require("workflow_run", "create")
         retry = recovery.retry_failed_run(self.session, self.user, run)
         self.session.commit()
         return self._executed(retry, wait_seconds)
+
+    # --- the editor's AI chat -------------------------------------------------------------------
+
+    @guarded(DATA, WORKFLOW_DATA, "read")
+    def agent_context(self, workflow: Workflow) -> str:
+        """The system prompt's part about the workflow being edited (UC-4: the agent knows the graph,
+        draft else published, webhook secrets masked)."""
+        graph = self.workflow_view(workflow, masked=True).graph
+        return (f"You are helping to edit the workflow \"{workflow.name}\" (workflowId {workflow.id}) in the "
+                "Graphical Editor. Change it only with the workflow tools, passing this workflowId; every change "
+                f"is validated. Its current graph:\n{json.dumps(graph, ensure_ascii=False, separators=(',', ':'))}")
+
+    @guarded(RESOURCE, USE_AGENT)
+    def prepare_agent_run(self, workflow: Workflow, prompt: Any,
+                          chat_id: str | None = None) -> AgentRequest:
+        """Check and prepare the editor agent's run about `workflow` (its graph in the system prompt)."""
+        from backend.agent import service as agent_service  # the agent imports the workflow tools, which import this
+        return agent_service.prepare_run(self.access, self.instance.id, prompt, chat_id or None,
+                                         system_extra=self.agent_context(workflow))
+
+    @guarded(DATA, CHAT_DATA, "read")
+    def own_chats(self) -> list[Any]:
+        """The caller's own editor chats in this instance (AgentChat rows), newest first."""
+        from backend.agent import service as agent_service
+        return [c for c in agent_service.list_chats(self.access, self.instance.id) if c.sys_created_by == self.user.id]
+
+    @guarded(DATA, CHAT_DATA, "read")
+    def own_chat(self, chat_id: str) -> tuple[Any, list[tuple[Any, list[Any]]]]:
+        """One of the caller's own chats with its runs (oldest first) and each run's steps; NotFound otherwise."""
+        from backend.agent import service as agent_service
+        chat = agent_service.get_chat(self.access, self.instance, chat_id)
+        if chat.sys_created_by != self.user.id:
+            raise NotFound(f"chat {chat_id} not found")
+        runs = reversed(agent_service.list_runs(self.access, self.instance.id, chat.id))
+        return chat, [(run, agent_service.run_steps(self.access, run)) for run in runs]
+
+
+# --- helpers ------------------------------------------------------------------------------------
 
 
 def _node_type(graph: Any, node_id: str) -> str | None:
@@ -269,3 +485,28 @@ def get_interface(
     if mandate_id is not None and instance.mandate_id != mandate_id:
         raise NotFound(f"feature instance {feature_instance_id} not found")
     return GraphicalEditorInterface(access, instance)
+
+
+def interface_of_workflow(user: User, workflow_id: str, session: Session) -> tuple[GraphicalEditorInterface,
+                                                                                  Workflow]:
+    """The interface of the instance a workflow is in, with the workflow; NotFound when the
+    user may not read it (or it does not exist)."""
+    found = session.get(Workflow, workflow_id) if workflow_id else None
+    if found is None:
+        raise NotFound(f"workflow {workflow_id or '(none)'} not found")
+    iface = get_interface(user, None, found.feature_instance_id, session)
+    return iface, iface.get_workflow(workflow_id)
+
+
+def last_changed_workflow(user: User, session: Session) -> Workflow | None:
+    """The workflow changed last among those the user may read in any instance they may open."""
+    newest = None
+    for instance in AccessContext(session, user).visible_instances(FEATURE_CODE):
+        try:
+            workflows = GraphicalEditorInterface(AccessContext(session, user), instance).list_workflows()
+        except DomainError:
+            continue
+        for workflow in workflows:
+            if newest is None or workflow.sys_modified_at > newest.sys_modified_at:
+                newest = workflow
+    return newest

@@ -5,16 +5,14 @@ Mounted automatically under /api/graphicalEditor by the feature registry.
 
 from __future__ import annotations
 
-import json
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 from fastapi.responses import StreamingResponse
 
-from backend.agent import service as agent_service
 from backend.api.agent import SSE_RESPONSES, AgentPrompt, add_agent_routes, event_stream
 from backend.api.deps import CurrentUser, DbSession
-from backend.api.permissions import permission
+from backend.api.permissions import declared_by
 from backend.api.schemas import (
     DraftPut,
     FieldErrorOut,
@@ -33,21 +31,20 @@ from backend.api.schemas import (
     WorkflowOut,
     WorkflowPatch,
 )
-from backend.db.models import Workflow, WorkflowRun
+from backend.db.models import WorkflowRun
 from backend.engine.steps import split_error
 from backend.errors import FieldError, InvalidInput
-from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
-from backend.triggers import secrets as webhook_secrets
+from backend.features.graphical_editor.interface import (
+    FEATURE_CODE,
+    GraphicalEditorInterface,
+    WorkflowSummary,
+    WorkflowView,
+    get_interface,
+)
 from backend.workflows import run_history, service
 
-FEATURE_CODE = "graphicalEditor"
 router = APIRouter(prefix="/{instanceId}", tags=[FEATURE_CODE])
-
-WORKFLOW = "data.feature.graphicalEditor.workflow"
-VERSION = "data.feature.graphicalEditor.workflow_version"
-PUBLISH = "resource.feature.graphicalEditor.publish"
-EXECUTE = "resource.feature.graphicalEditor.execute"
-RUN = "data.feature.graphicalEditor.workflow_run"
+Door = GraphicalEditorInterface
 
 
 def interface(
@@ -61,47 +58,33 @@ WorkflowId = Annotated[str, Path(alias="workflowId")]
 RunId = Annotated[str, Path(alias="runId")]
 
 
-def workflow_out(iface: GraphicalEditorInterface, workflow: Workflow,
-                 numbers: dict[str, int] | None = None) -> WorkflowOut:
-    """The list form of a workflow; `numbers` from service.version_numbers saves a query."""
-    if numbers is None:
-        numbers = service.version_numbers(iface.session, [workflow])[workflow.id]
-    return WorkflowOut.model_validate(workflow).model_copy(
-        update={"draft_version": numbers.get("draft"), "published_version": numbers.get("published")}
-    )
+def workflow_out(summary: WorkflowSummary | WorkflowView) -> WorkflowOut:
+    """The list form of a workflow."""
+    return WorkflowOut.model_validate(summary.workflow).model_copy(
+        update={"draft_version": summary.draft_version, "published_version": summary.published_version})
 
 
-def workflow_detail(iface: GraphicalEditorInterface, workflow: Workflow) -> WorkflowDetail:
-    """The full form: with the graph a person edits and the audit log."""
-    summary = workflow_out(iface, workflow).model_dump()
-    version = iface.edited_version(workflow)
-    graph = version.graph if version is not None else service.current_graph(iface.session, workflow)
+def workflow_detail(view: WorkflowView) -> WorkflowDetail:
+    """The full form: with the graph a person edits (as the caller may see it) and the audit log."""
     return WorkflowDetail(
-        **summary, graph=shown_graph(iface, workflow, graph), execution_logs=workflow.execution_logs or [],
-        edited_version_id=version.id if version is not None else None,
-        edited_lock_version=version.lock_version if version is not None else None,
+        **workflow_out(view).model_dump(), graph=view.graph, execution_logs=view.workflow.execution_logs or [],
+        edited_version_id=view.edited_version_id, edited_lock_version=view.edited_lock_version,
     )
 
 
-def shown_graph(iface: GraphicalEditorInterface, workflow: Workflow, graph: dict) -> dict:
-    """The graph as this caller may see it: webhook secrets only for those who may change the workflow."""
-    return webhook_secrets.reveal(graph) if iface.can("workflow", "update", workflow) else webhook_secrets.redact(graph)
-
-
-@router.get("/workflows", response_model=list[WorkflowOut], **permission("DATA", WORKFLOW, "read"))
+@router.get("/workflows", response_model=list[WorkflowOut], **declared_by(Door.workflow_summaries))
 def list_workflows(iface: Iface) -> list[WorkflowOut]:
-    workflows = iface.list_workflows()
-    numbers = service.version_numbers(iface.session, workflows)
-    return [workflow_out(iface, w, numbers[w.id]) for w in workflows]
+    return [workflow_out(summary) for summary in iface.workflow_summaries()]
 
 
-@router.post("/workflows", status_code=201, response_model=WorkflowDetail, **permission("DATA", WORKFLOW, "create"))
+@router.post("/workflows", status_code=201, response_model=WorkflowDetail, **declared_by(Door.create_workflow))
 def create_workflow(body: WorkflowCreate, iface: Iface) -> WorkflowDetail:
     """Create a workflow; its first draft is `graph`, the graph of template `templateId`, or a manual trigger."""
-    return workflow_detail(iface, iface.create_workflow(body.name, body.description, body.graph, body.template_id))
+    workflow = iface.create_workflow(body.name, body.description, body.graph, body.template_id)
+    return workflow_detail(iface.workflow_view(workflow))
 
 
-@router.get("/templates", response_model=list[TemplateOut], **permission("DATA", WORKFLOW, "read"))
+@router.get("/templates", response_model=list[TemplateOut], **declared_by(Door.list_templates))
 def list_templates(iface: Iface) -> list[TemplateOut]:
     """The workflow templates a new workflow can start from (POST …/workflows {templateId})."""
     return [TemplateOut(id=t.id, name=t.name, description=t.description, category=t.category,
@@ -109,25 +92,25 @@ def list_templates(iface: Iface) -> list[TemplateOut]:
             for t in iface.list_templates()]
 
 
-@router.get("/workflows/{workflowId}", response_model=WorkflowDetail, **permission("DATA", WORKFLOW, "read"))
+@router.get("/workflows/{workflowId}", response_model=WorkflowDetail, **declared_by(Door.get_workflow))
 def get_workflow(workflow_id: WorkflowId, iface: Iface) -> WorkflowDetail:
-    return workflow_detail(iface, iface.get_workflow(workflow_id))
+    return workflow_detail(iface.workflow_view(iface.get_workflow(workflow_id)))
 
 
-@router.patch("/workflows/{workflowId}", response_model=WorkflowDetail, **permission("DATA", WORKFLOW, "update"))
+@router.patch("/workflows/{workflowId}", response_model=WorkflowDetail, **declared_by(Door.update_workflow))
 def patch_workflow(workflow_id: WorkflowId, body: WorkflowPatch, iface: Iface) -> WorkflowDetail:
     workflow = iface.get_workflow(workflow_id)
     iface.update_workflow(workflow, body.name, body.description, body.active)
-    return workflow_detail(iface, workflow)
+    return workflow_detail(iface.workflow_view(workflow))
 
 
-@router.delete("/workflows/{workflowId}", status_code=204, **permission("DATA", WORKFLOW, "delete"))
+@router.delete("/workflows/{workflowId}", status_code=204, **declared_by(Door.delete_workflow))
 def delete_workflow(workflow_id: WorkflowId, iface: Iface) -> Response:
     iface.delete_workflow(iface.get_workflow(workflow_id))
     return Response(status_code=204)
 
 
-@router.put("/workflows/{workflowId}/draft", response_model=VersionOut, **permission("DATA", WORKFLOW, "update"))
+@router.put("/workflows/{workflowId}/draft", response_model=VersionOut, **declared_by(Door.save_draft))
 def put_draft(workflow_id: WorkflowId, body: DraftPut, iface: Iface) -> VersionOut:
     """Save the draft; with baseVersionId and baseLockVersion, 409 when that version changed since."""
     return VersionOut.model_validate(iface.save_draft(iface.get_workflow(workflow_id), body.graph, draft_base(body)))
@@ -144,7 +127,7 @@ def draft_base(body: DraftPut) -> service.DraftBase | None:
 
 
 @router.post("/workflows/{workflowId}/validate", response_model=ValidationReport,
-             **permission("DATA", WORKFLOW, "read"))
+             **declared_by(Door.validate_workflow))
 def validate_workflow(workflow_id: WorkflowId, iface: Iface) -> ValidationReport:
     """Check the graph being edited (the draft, else the published one) against every rule of DESIGN §4."""
     errors = iface.validate_workflow(iface.get_workflow(workflow_id))
@@ -152,11 +135,9 @@ def validate_workflow(workflow_id: WorkflowId, iface: Iface) -> ValidationReport
 
 
 @router.get("/workflows/{workflowId}/versions", response_model=list[VersionOut],
-            **permission("DATA", VERSION, "read"))
+            **declared_by(Door.list_versions))
 def list_versions(workflow_id: WorkflowId, iface: Iface) -> list[VersionOut]:
-    workflow = iface.get_workflow(workflow_id)
-    return [VersionOut.model_validate(v).model_copy(update={"graph": shown_graph(iface, workflow, v.graph)})
-            for v in iface.list_versions(workflow)]
+    return [VersionOut.model_validate(v) for v in iface.list_versions(iface.get_workflow(workflow_id))]
 
 
 def _version_route(action: str):
@@ -178,7 +159,7 @@ def _version_route(action: str):
 
 for _action in ("publish", "unpublish", "archive", "restore"):
     router.post(f"/workflows/{{workflowId}}/{_action}", response_model=VersionOut,
-                **permission("RESOURCE", PUBLISH))(_version_route(_action))
+                **declared_by(Door.change_version))(_version_route(_action))
 
 
 # --- runs -------------------------------------------------------------------------------------
@@ -197,7 +178,7 @@ def run_out(iface: GraphicalEditorInterface, run: WorkflowRun, with_steps: bool 
 
 
 @router.post("/workflows/{workflowId}/runs", status_code=201, response_model=RunOut,
-             response_model_exclude_none=False, **permission("RESOURCE", EXECUTE))
+             response_model_exclude_none=False, **declared_by(Door.start_run))
 def start_run(workflow_id: WorkflowId, iface: Iface, body: RunStart | None = None) -> RunOut:
     """Start a run and execute it synchronously within the request; the answer is its state after
     it completed, failed or paused (with its steps). Invalid graphs are refused with 422."""
@@ -213,12 +194,12 @@ def history_item(run: WorkflowRun) -> RunHistoryItem:
         update={"error": message, "duration_ms": run_history.duration_ms(run)})
 
 
-@router.get("/workflows/{workflowId}/runs", response_model=RunHistoryPage, **permission("DATA", RUN, "read"))
+@router.get("/workflows/{workflowId}/runs", response_model=RunHistoryPage, **declared_by(Door.run_history))
 def workflow_runs(
     workflow_id: WorkflowId, iface: Iface,
-    status: Annotated[str | None, Query(description="running, paused, completed, failed or cancelled")] = None,
-    trigger: Annotated[str | None, Query(description="manual, schedule, webhook, event or form")] = None,
-    limit: Annotated[int, Query(description=f"at most {run_history.MAX_LIMIT}")] = run_history.DEFAULT_LIMIT,
+    status: Annotated[Literal[run_history.STATUSES] | None, Query()] = None,
+    trigger: Annotated[Literal[run_history.TRIGGERS] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=run_history.MAX_LIMIT)] = run_history.DEFAULT_LIMIT,
     before: Annotated[str | None, Query(description="nextBefore of the previous page, or an ISO time")] = None,
 ) -> RunHistoryPage:
     """The workflow's run history, newest first, one page at a time (follow `nextBefore`)."""
@@ -227,10 +208,10 @@ def workflow_runs(
 
 
 @router.get("/workflows/{workflowId}/runs/summary", response_model=RunSummaryOut,
-            **permission("DATA", RUN, "read"))
+            **declared_by(Door.run_summary))
 def workflow_run_summary(
     workflow_id: WorkflowId, iface: Iface,
-    days: Annotated[int, Query(description=f"the window, 1 to {run_history.MAX_DAYS} days")] = run_history.DEFAULT_DAYS,
+    days: Annotated[int, Query(ge=1, le=run_history.MAX_DAYS)] = run_history.DEFAULT_DAYS,
 ) -> RunSummaryOut:
     """For the monitor page: runs per status and trigger over the last `days` days, the last run,
     the last failure and the average duration."""
@@ -245,30 +226,30 @@ def workflow_run_summary(
     )
 
 
-@router.get("/runs", response_model=list[RunOut], **permission("DATA", RUN, "read"))
+@router.get("/runs", response_model=list[RunOut], **declared_by(Door.list_runs))
 def list_runs(iface: Iface, workflow_id: Annotated[str | None, Query(alias="workflowId")] = None,
-              status: Annotated[str | None, Query()] = None) -> list[RunOut]:
+              status: Annotated[Literal[run_history.STATUSES] | None, Query()] = None) -> list[RunOut]:
     return [run_out(iface, run) for run in iface.list_runs(workflow_id, status)]
 
 
-@router.get("/runs/{runId}", response_model=RunOut, **permission("DATA", RUN, "read"))
+@router.get("/runs/{runId}", response_model=RunOut, **declared_by(Door.get_run))
 def get_run(run_id: RunId, iface: Iface) -> RunOut:
     return run_out(iface, iface.get_run(run_id), with_steps=True)
 
 
-@router.post("/runs/{runId}/cancel", response_model=RunOut, **permission("RESOURCE", EXECUTE))
+@router.post("/runs/{runId}/cancel", response_model=RunOut, **declared_by(Door.cancel_run))
 def cancel_run(run_id: RunId, iface: Iface) -> RunOut:
     """Cancel a running or paused run (409 when it has already finished)."""
     return run_out(iface, iface.cancel_run(iface.get_run(run_id)), with_steps=True)
 
 
-@router.post("/runs/{runId}/continue", response_model=RunOut, **permission("RESOURCE", EXECUTE))
+@router.post("/runs/{runId}/continue", response_model=RunOut, **declared_by(Door.continue_run))
 def continue_run(run_id: RunId, iface: Iface) -> RunOut:
     """Step-by-step mode: execute the next node of a run paused after a step."""
     return run_out(iface, iface.continue_run(iface.get_run(run_id)), with_steps=True)
 
 
-@router.post("/runs/{runId}/retry", status_code=201, response_model=RunOut, **permission("RESOURCE", EXECUTE))
+@router.post("/runs/{runId}/retry", status_code=201, response_model=RunOut, **declared_by(Door.retry_run))
 def retry_run(run_id: RunId, iface: Iface) -> RunOut:
     """Retry a failed run from its failed node: the answer is a new run (201) that reused the
     outputs of the completed steps, after it completed, failed or paused; 409 unless failed."""
@@ -280,20 +261,9 @@ def retry_run(run_id: RunId, iface: Iface) -> RunOut:
 add_agent_routes(router, FEATURE_CODE)
 
 
-def workflow_context(workflow: Workflow, graph: dict) -> str:
-    """The system prompt's part about the workflow being edited (UC-4: the agent knows the graph)."""
-    return (f"You are helping to edit the workflow \"{workflow.name}\" (workflowId {workflow.id}) in the Graphical "
-            "Editor. Change it only with the workflow tools, passing this workflowId; every change is validated. "
-            f"Its current graph:\n{json.dumps(graph, ensure_ascii=False, separators=(',', ':'))}")
-
-
 @router.post("/workflows/{workflowId}/agent", response_class=StreamingResponse, responses=SSE_RESPONSES,
-             **permission("RESOURCE", f"resource.feature.{FEATURE_CODE}.useAgent"))
+             **declared_by(Door.prepare_agent_run))
 def workflow_agent(workflow_id: WorkflowId, iface: Iface, body: AgentPrompt) -> StreamingResponse:
     """The editor's chat about one workflow: the agent gets the workflow toolbox and the current
     graph (draft, else published) and streams its events as POST {base}/agent does."""
-    workflow = iface.get_workflow(workflow_id)
-    version = service.edited_version(iface.session, workflow)
-    request = agent_service.prepare_run(iface.access, iface.instance.id, body.prompt, body.chat_id,
-                                        system_extra=workflow_context(workflow, version.graph if version else {}))
-    return event_stream(request)
+    return event_stream(iface.prepare_agent_run(iface.get_workflow(workflow_id), body.prompt, body.chat_id))
