@@ -1,9 +1,9 @@
 """State of the Inbox (/inbox, spec §7.3): the approvals and forms workflows ask of the signed-in
 user, their history, and the pending count of the navigation badge.
 
-Thin: every read and change goes through backend.engine.tasks (list_visible_tasks, complete_task,
-cancel_task, pending_count), the functions the REST routes /api/tasks use, which apply the rights;
-the flags here only decide what the page offers.
+Thin: every read and change goes through the door backend.engine.tasks.Inbox (pending, history,
+pending_count, open, complete, cancel), which the REST routes /api/tasks use too and which applies
+the rights; its rows come joined with names and flagged with what the user may do.
 """
 
 from __future__ import annotations
@@ -12,21 +12,18 @@ import json
 from typing import Any, TypedDict
 
 import reflex as rx
-from sqlmodel import Session, select
 
-from backend.db.models import FeatureInstance, HumanTask, User, Workflow, WorkflowRun
-from backend.engine import tasks
+from backend.db.models import HumanTask, Workflow
+from backend.engine.tasks import Inbox, InboxTask
 from backend.errors import DomainError, FieldError, InvalidInput
 from backend.files import service as files
 from backend.rbac.access import AccessContext
-from backend.rbac.rights import Level
 from backend.statemachines import ConcurrentTransition, IllegalTransition
 from state.auth import AuthState, NotSignedIn
 from state.forms import FormFieldRow, field_row
 from state.page import PageMixin, user_message
-from state.permissions import requires
+from state.permissions import requires, requires_door
 
-HISTORY_LIMIT = 200
 CHECK_FIELDS = "Please correct the marked fields."
 FILE_HINT = "The path of a file in the instance's file store, e.g. /uploads/offer.pdf"
 
@@ -128,31 +125,14 @@ def field_errors(errors: list[FieldError], names: set[str]) -> tuple[dict[str, s
     return by_field, others
 
 
-def _rows(session: Session, access: AccessContext, pairs: list[tuple[HumanTask, bool]]) -> list[TaskRow]:
-    """Rows for (task, may_complete) pairs: workflow, instance and user names read in bulk."""
-    if not pairs:
-        return []
-    run_ids = {t.run_id for t, _ in pairs}
-    runs = {r.id: r for r in session.exec(select(WorkflowRun).where(WorkflowRun.id.in_(run_ids))).all()}
-    workflow_ids = {r.workflow_id for r in runs.values()}
-    workflows = {w.id: w for w in session.exec(select(Workflow).where(Workflow.id.in_(workflow_ids))).all()}
-    instance_ids = {t.feature_instance_id for t, _ in pairs}
-    labels = {i.id: i.label for i in
-              session.exec(select(FeatureInstance).where(FeatureInstance.id.in_(instance_ids))).all()}
-    user_ids = {t.completed_by for t, _ in pairs if t.completed_by}
-    user_ids |= {t.assignee["user"] for t, _ in pairs if isinstance(t.assignee, dict) and t.assignee.get("user")}
-    usernames = {u.id: u.username for u in session.exec(select(User).where(User.id.in_(user_ids))).all()} \
-        if user_ids else {}
-    cancel: dict[str, bool] = {}
-    rows = []
-    for task, may in pairs:
-        key = task.feature_instance_id
-        if key not in cancel:
-            cancel[key] = access.data_level(tasks.TASK_TABLE, "update", task.mandate_id, key) != Level.NONE
-        run = runs.get(task.run_id)
-        rows.append(task_row(task, may, cancel[key], workflows.get(run.workflow_id) if run else None,
-                             labels.get(key, ""), usernames))
-    return rows
+def inbox_row(item: InboxTask) -> TaskRow:
+    """One of the Inbox door's tasks as the page shows it."""
+    return task_row(item.task, item.may_complete, item.may_cancel, item.workflow, item.instance_label,
+                    item.usernames)
+
+
+def _inbox(session, user) -> Inbox:
+    return Inbox(AccessContext(session, user))
 
 
 class InboxCountState(AuthState):
@@ -161,12 +141,12 @@ class InboxCountState(AuthState):
     pending: int = 0
 
     @rx.event
-    @requires("DATA", tasks.TASK_TABLE)
+    @requires_door(Inbox.pending_count)
     def refresh(self, _tick: str = ""):
         """The number of pending tasks the user may complete (0 when signed out)."""
         try:
             with self._user_session() as (session, user):
-                self.pending = tasks.pending_count(AccessContext(session, user))
+                self.pending = _inbox(session, user).pending_count()
         except NotSignedIn:
             self.pending = 0
 
@@ -192,11 +172,9 @@ class InboxState(PageMixin, AuthState):
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
             self._load_navigation(session, user)
-            access = AccessContext(session, user)
-            pending = tasks.list_visible_tasks(access, "pending")
-            finished = tasks.list_visible_tasks(access, finished=True, limit=HISTORY_LIMIT)
-            self.pending_tasks = _rows(session, access, pending)
-            self.history = _rows(session, access, finished)
+            inbox = _inbox(session, user)
+            self.pending_tasks = [inbox_row(item) for item in inbox.pending()]
+            self.history = [inbox_row(item) for item in inbox.history()]
         if self.selected_id not in {t["id"] for t in self.pending_tasks}:
             self._close()
         self.loaded = True
@@ -224,7 +202,7 @@ class InboxState(PageMixin, AuthState):
         return event or InboxCountState.refresh("")
 
     @rx.event
-    @requires("DATA", tasks.TASK_TABLE)
+    @requires_door(Inbox.pending, Inbox.history)
     def load(self):
         """on_load of /inbox: check the sign-in and list the tasks."""
         self.error = ""
@@ -237,7 +215,7 @@ class InboxState(PageMixin, AuthState):
         self.tab = value
 
     @rx.event
-    @requires("DATA", tasks.TASK_TABLE)
+    @requires_door(Inbox.open)
     def open_task(self, task_id: str):
         """A row was clicked: show its panel (a form's fields read from the task)."""
         self.error = ""
@@ -245,7 +223,7 @@ class InboxState(PageMixin, AuthState):
         self._close()
         try:
             with self._user_session() as (session, user):
-                task = tasks.get_task(AccessContext(session, user), task_id)
+                task = _inbox(session, user).open(task_id)
                 fields = form_rows(task.fields) if task.kind == "form" else []
         except NotSignedIn:
             return self._signed_out()
@@ -275,8 +253,7 @@ class InboxState(PageMixin, AuthState):
             return None
         try:
             with self._user_session() as (session, user):
-                access = AccessContext(session, user)
-                run = tasks.complete_task(access, tasks.get_task(access, task_id), data)
+                _task, run = _inbox(session, user).complete(task_id, data)
                 status = run.status
         except NotSignedIn:
             return self._signed_out()
@@ -295,19 +272,19 @@ class InboxState(PageMixin, AuthState):
         return self._reload_all()
 
     @rx.event
-    @requires("DATA", tasks.TASK_TABLE)
+    @requires_door(Inbox.complete)
     def approve(self):
         """Approve the open approval task (with the comment, if any)."""
         return self._complete({"approved": True, "comment": self.comment.strip() or None}, "Approved")
 
     @rx.event
-    @requires("DATA", tasks.TASK_TABLE)
+    @requires_door(Inbox.complete)
     def reject(self):
         """Reject the open approval task (with the comment, if any)."""
         return self._complete({"approved": False, "comment": self.comment.strip() or None}, "Rejected")
 
     @rx.event
-    @requires("DATA", tasks.TASK_TABLE)
+    @requires_door(Inbox.complete)
     def submit_form(self, form_data: dict):
         """Submit the open form task; the backend's field errors appear next to the fields."""
         self.form_fields = [{**f, "error": ""} for f in self.form_fields]
@@ -330,7 +307,7 @@ class InboxState(PageMixin, AuthState):
         self.upload_target = name
 
     @rx.event
-    @requires("DATA", tasks.TASK_TABLE)
+    @requires_door(Inbox.open)
     async def upload_task_file(self, uploads: list[rx.UploadFile]):
         """Store a file for the open form in its instance's file store (/inbox/<task>/<name>) and
         put its path into the chosen file field; the file service checks rights and size."""
@@ -344,7 +321,7 @@ class InboxState(PageMixin, AuthState):
         try:
             with self._user_session() as (session, user):
                 access = AccessContext(session, user)
-                task = tasks.get_task(access, self.selected_id)
+                task = Inbox(access).open(self.selected_id)
                 scope = files.FileScope(session, user, task.mandate_id, task.feature_instance_id, access)
                 files.store_file(scope, path, data, content_type, overwrite=True)
         except NotSignedIn:
@@ -364,15 +341,14 @@ class InboxState(PageMixin, AuthState):
         self.cancel_reason = value
 
     @rx.event
-    @requires("DATA", tasks.TASK_TABLE)
+    @requires_door(Inbox.cancel)
     def confirm_cancel(self):
         """Cancel the open task with the reason typed in the dialog; its run is cancelled."""
         task_id = self.selected_id
         reason = self.cancel_reason.strip() or None
 
         def cancel(session, user):
-            access = AccessContext(session, user)
-            tasks.cancel_task(access, tasks.get_task(access, task_id), reason)
+            _inbox(session, user).cancel(task_id, reason)
 
         ok, event = self._attempt(cancel, "Cancelled the task — its run was cancelled.")
         self.cancel_open = False

@@ -1,13 +1,24 @@
-"""Agent configuration (spec §5.3) and the hard limits of seed 004 ("Agentische Grenzen").
+"""Agent configuration (spec §5.3), the agent profiles and the hard limits of seed 004
+("Agentische Grenzen").
 
 An :class:`AgentConfig` may lower the limits, never raise them: the hard ones below hold for
 every run, whatever a profile or a caller asks for.
+
+Profiles name only toolboxes that have agent tools in the action library and, but for the
+Feature Data Agent's, only existing feature codes. Connector toolboxes (e-mail, SharePoint,
+ClickUp, Jira, data sources: toolboxes whose tools all need a connection) are not named: a
+profile with `connector_toolboxes` offers every one the action registry has, so a connector
+toolbox appears by registering its actions.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
+
+from backend.actions import get_registry
 
 # Seed 004: at most 48 rounds, 40 executed tool calls, 12 calls of one tool name; the third
 # identical call is suppressed; 12,000 characters per tool result, 64,000 over the history.
@@ -63,24 +74,52 @@ class AgentConfig(BaseModel):
         return min(PER_TOOL_LIMIT, self.tool_budgets.get(tool, PER_TOOL_LIMIT))
 
 
-# Spec §5.3, per feature. The Workspace's requestable list is filtered per user (RBAC and
-# connections) by backend.agent.toolset.
-PROFILES: dict[str, AgentConfig] = {
-    "workspace": AgentConfig(initial_toolboxes=["core"],
-                             available_toolboxes=["ai", "datasources", "email", "sharepoint", "clickup", "jira",
-                                                  "workflow"],
-                             sub_agents=True),
-    "graphicalEditor": AgentConfig(initial_toolboxes=["core", "workflow"], available_toolboxes=["ai"]),
-    "commcoach": AgentConfig(initial_toolboxes=["core"], available_toolboxes=[]),
-    "chatbot": AgentConfig(initial_toolboxes=["core"], available_toolboxes=[]),
-    # Spec §5.4: a Feature Data Agent reads one instance's tables; it cannot call a sub-agent.
-    "featureData": AgentConfig(max_rounds=5, max_cost_chf=0.10, initial_toolboxes=[FEATURE_DATA_TOOLBOX],
-                               available_toolboxes=[], sub_agents=False),
+@dataclass(frozen=True)
+class Profile:
+    """The configuration a feature's agent (or the Feature Data Agent) starts from.
+
+    Attributes:
+        config: Its configuration; it names only toolboxes with agent tools in the action library.
+        connector_toolboxes: Whether every connector toolbox of the action registry is requestable
+            as well (see :func:`connector_toolboxes`).
+    """
+
+    config: AgentConfig
+    connector_toolboxes: bool = False
+
+
+SUB_AGENT_PROFILE = "featureData"
+# Spec §5.3, by feature code, and spec §5.4's Feature Data Agent. The requestable toolboxes are
+# filtered per user (RBAC and connections) by backend.agent.toolset. Features without a profile
+# of their own (backend.agent.service) use the Workspace's.
+PROFILES: dict[str, Profile] = {
+    "workspace": Profile(AgentConfig(initial_toolboxes=["core"], available_toolboxes=["ai", "workflow"],
+                                     sub_agents=True), connector_toolboxes=True),
+    "graphicalEditor": Profile(AgentConfig(initial_toolboxes=["core", "workflow"], available_toolboxes=["ai"])),
+    # A Feature Data Agent reads one instance's tables; it cannot call a sub-agent.
+    SUB_AGENT_PROFILE: Profile(AgentConfig(max_rounds=5, max_cost_chf=0.10, initial_toolboxes=[FEATURE_DATA_TOOLBOX],
+                                           available_toolboxes=[], sub_agents=False)),
 }
 
 
+def connector_toolboxes() -> list[str]:
+    """Toolboxes whose agent tools all need a connection, in spec order, as the action registry has them."""
+    registry = get_registry()
+    found = []
+    for box in registry.toolboxes():
+        tools = registry.agent_tools([box.id])
+        if tools and all(tool.connection_type for tool in tools):
+            found.append(box.id)
+    return found
+
+
 def profile(name: str) -> AgentConfig:
-    """A copy of the named profile's configuration."""
+    """A copy of the named profile's configuration, its connector toolboxes added."""
     if name not in PROFILES:
         raise KeyError(f"unknown agent profile '{name}' (known: {', '.join(PROFILES)})")
-    return PROFILES[name].model_copy(deep=True)
+    chosen = PROFILES[name]
+    config = chosen.config.model_copy(deep=True)
+    if chosen.connector_toolboxes:
+        named = {*config.initial_toolboxes, *config.available_toolboxes}
+        config.available_toolboxes += [box for box in connector_toolboxes() if box not in named]
+    return config

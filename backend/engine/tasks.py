@@ -4,21 +4,26 @@ resumes the run at that node) and cancelling (which cancels the run). DESIGN §4
 A HumanTask is created by the node handler (backend.engine.nodes.human_task); the run then
 pauses with pauseReason humanTask once nothing else is ready. The task's own transitions refuse
 completing twice, so the run advances exactly once.
+
+:class:`Inbox` is the door to the tasks (the Inbox page and /api/tasks): the rows a user may
+see, already joined with workflow, instance and user names and flagged with what they may do.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 from sqlmodel import Session, func, select
 
-from backend.db.models import FeatureInstance, HumanTask, User, WorkflowRun
-from backend.engine import worker
+from backend.db.models import FeatureInstance, HumanTask, User, Workflow, WorkflowRun
+from backend.engine import crashpoints, worker
 from backend.engine.executor import RunEngine
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
-from backend.rbac.access import AccessContext
+from backend.rbac.access import AccessContext, allows
+from backend.rbac.door import Door, guarded
 from backend.rbac.rights import Level
 from backend.statemachines import ConcurrentTransition
 from backend.statemachines import human_task as task_lifecycle
@@ -30,6 +35,7 @@ FEATURE_CODE = "graphicalEditor"
 TASK_TABLE = f"data.feature.{FEATURE_CODE}.human_task"
 STATUSES = (task_lifecycle.PENDING, task_lifecycle.COMPLETED, task_lifecycle.CANCELLED, task_lifecycle.EXPIRED)
 REASON_MAX = 1000
+HISTORY_LIMIT = 200
 
 
 def may_complete(access: AccessContext, task: HumanTask) -> bool:
@@ -57,6 +63,15 @@ class _Rights:
         if key not in self._levels:
             self._levels[key] = self.access.data_level(TASK_TABLE, operation, mandate_id, instance_id)
         return self._levels[key]
+
+    def may_read(self, task: HumanTask) -> bool:
+        """Whether the caller may read `task` by the own/all rule of their read level."""
+        level = self.level("read", task.mandate_id, task.feature_instance_id)
+        return allows(level, getattr(task, "sys_created_by", None), self.access.user.id)
+
+    def may_cancel(self, task: HumanTask) -> bool:
+        """Whether the caller's roles allow updating human tasks in the task's instance."""
+        return self.level("update", task.mandate_id, task.feature_instance_id) != Level.NONE
 
     def may_complete(self, assignee: Any, mandate_id: str, instance_id: str) -> bool:
         assignee = assignee if isinstance(assignee, dict) else {}
@@ -115,8 +130,7 @@ def list_visible_tasks(access: AccessContext, status: str | None = None,
     visible = []
     for task in access.session.exec(query.execution_options(yield_per=500)):
         may = rights.may_complete(task.assignee, task.mandate_id, task.feature_instance_id)
-        if may or (not only_completable
-                   and rights.level("read", task.mandate_id, task.feature_instance_id) == Level.ALL):
+        if may or (not only_completable and rights.may_read(task)):
             visible.append((task, may))
             if limit is not None and len(visible) >= limit:
                 break
@@ -137,6 +151,111 @@ def pending_count(access: AccessContext) -> int:
     rights = _Rights(access)
     return sum(1 for assignee, mandate_id, instance_id in rows
                if rights.may_complete(assignee, mandate_id, instance_id))
+
+
+# --- the Inbox door ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InboxTask:
+    """One task as the Inbox shows it: the task, its run's workflow, its instance's label, the
+    names of the users it mentions (id → username), and what the caller may do with it."""
+
+    task: HumanTask
+    workflow: Workflow | None
+    instance_label: str
+    usernames: dict[str, str]
+    may_complete: bool
+    may_cancel: bool
+
+
+def _by_id(session: Session, model: Any, ids: set[str]) -> dict[str, Any]:
+    """Rows of `model` with these ids, by id (one query; none for no ids)."""
+    if not ids:
+        return {}
+    return {row.id: row for row in session.exec(select(model).where(model.id.in_(ids))).all()}
+
+
+def _mentioned_users(pairs: list[tuple[HumanTask, bool]]) -> set[str]:
+    users = {t.completed_by for t, _ in pairs if t.completed_by}
+    return users | {t.assignee["user"] for t, _ in pairs if isinstance(t.assignee, dict) and t.assignee.get("user")}
+
+
+def inbox_tasks(access: AccessContext, pairs: list[tuple[HumanTask, bool]]) -> list[InboxTask]:
+    """(task, may complete) pairs joined with workflow, instance and user names, read in bulk."""
+    session = access.session
+    runs = _by_id(session, WorkflowRun, {t.run_id for t, _ in pairs})
+    workflows = _by_id(session, Workflow, {r.workflow_id for r in runs.values()})
+    instances = _by_id(session, FeatureInstance, {t.feature_instance_id for t, _ in pairs})
+    usernames = {u.id: u.username for u in _by_id(session, User, _mentioned_users(pairs)).values()}
+    rights = _Rights(access)
+    rows = []
+    for task, may in pairs:
+        run = runs.get(task.run_id)
+        instance = instances.get(task.feature_instance_id)
+        rows.append(InboxTask(task, workflows.get(run.workflow_id) if run else None,
+                              instance.label if instance else "", usernames, may, rights.may_cancel(task)))
+    return rows
+
+
+class Inbox(Door):
+    """The door to human tasks, as one signed-in user, across the Graphical Editor instances
+    they may open. Lists are narrowed per instance inside (the tasks the user may complete, and
+    those their read level reaches, read only); a call naming a task is checked in the task's
+    instance, and a task in an instance they may not open is not found."""
+
+    def __init__(self, access: AccessContext):
+        self.access = access
+
+    def call_scope(self, method: str, arguments: dict[str, Any]) -> tuple[str | None, str | None]:
+        """The task's mandate and instance for calls naming `task_id` (NotFound for a foreign task)."""
+        if arguments.get("task_id") is None:
+            return None, None
+        task = get_task(self.access, arguments["task_id"])
+        return task.mandate_id, task.feature_instance_id
+
+    @guarded("authenticated")
+    def completable(self, status: str | None = None) -> list[HumanTask]:
+        """The tasks the caller may complete (the REST list), newest first."""
+        return list_tasks(self.access, status)
+
+    @guarded("authenticated")
+    def pending(self) -> list[InboxTask]:
+        """The pending tasks the Inbox lists: completable ones and, read only, the readable rest."""
+        return inbox_tasks(self.access, list_visible_tasks(self.access, task_lifecycle.PENDING))
+
+    @guarded("authenticated")
+    def history(self, limit: int = HISTORY_LIMIT) -> list[InboxTask]:
+        """Completed, cancelled and expired tasks the caller may see, the last finished first."""
+        return inbox_tasks(self.access, list_visible_tasks(self.access, finished=True, limit=limit))
+
+    @guarded("authenticated")
+    def pending_count(self) -> int:
+        """How many pending tasks the caller may complete (the navigation badge)."""
+        return pending_count(self.access)
+
+    @guarded("authenticated")
+    def open(self, task_id: str) -> HumanTask:
+        """A task the caller may complete or read (its form fields), else NotFound."""
+        task = get_task(self.access, task_id)
+        rights = _Rights(self.access)
+        if not (rights.may_complete(task.assignee, task.mandate_id, task.feature_instance_id)
+                or rights.may_read(task)):
+            raise NotFound(f"task {task_id} not found")
+        return task
+
+    @guarded("authenticated")
+    def complete(self, task_id: str, data: Any) -> tuple[HumanTask, WorkflowRun]:
+        """Complete the task as its assignee (a user, a held role, or for an unassigned task
+        anyone who may update tasks there: :func:`may_complete`); the run resumes."""
+        task = get_task(self.access, task_id)
+        return task, complete_task(self.access, task, data)
+
+    @guarded("DATA", TASK_TABLE, "update")
+    def cancel(self, task_id: str, reason: str | None = None) -> tuple[HumanTask, WorkflowRun]:
+        """Withdraw the task (optionally with a reason); its run is cancelled."""
+        task = get_task(self.access, task_id)
+        return task, cancel_task(self.access, task, reason)
 
 
 def _when(moment: dt.datetime | None) -> str:
@@ -221,7 +340,9 @@ def complete_task(access: AccessContext, task: HumanTask, data: Any) -> Workflow
     if run.status == run_lifecycle.PAUSED:
         run_lifecycle.resume(session, run)
     engine.resume_node(task.node_id, output, handles)
+    crashpoints.reach(engine.crash_at, "resume_before_commit", task.node_id)
     engine.persist()
+    crashpoints.reach(engine.crash_at, "resume_after_commit", task.node_id)
     worker.execute_and_wait(run.id)
     session.refresh(run)
     return run
