@@ -1,15 +1,18 @@
 """Agent runs as users start and read them: chats, starting a run (streamed), the trace, cancel.
 
-Who may do what is decided here, server-side: the user must open the feature instance (else
-404), hold `resource.feature.<code>.useAgent` to run the agent, and reads chats and runs with
-their DATA level on `data.feature.<code>.chat` (own: their own; all: everyone's in the
-instance). A foreign chat or run answers 404.
+:class:`AgentChats` is the door (backend/rbac/door.py) to the chats and runs of an instance of
+any feature with an agent: the user must open the feature instance (else 404), hold
+`resource.feature.{featureCode}.useAgent` to run the agent, and reads chats and runs with
+their DATA level on `data.feature.{featureCode}.chat` (own: their own; all: everyone's in the
+instance), through AccessContext.visible/may. A foreign chat or run answers 404. The module
+functions taking an AccessContext call the door.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session, delete, select
@@ -21,7 +24,8 @@ from backend.db.models import AgentChat, AgentRun, AgentStep, FeatureInstance, U
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.names import clean_name
 from backend.rbac.access import AccessContext
-from backend.rbac.rights import Level
+from backend.rbac.door import Door, FeatureItem, guarded
+from backend.rbac.rights import DATA, RESOURCE
 from backend.statemachines import agent_run as states
 
 PROMPT_LIMIT = 20_000
@@ -41,43 +45,219 @@ class AgentRequest:
     system_extra: str = ""
 
 
-def _chat_item(instance: FeatureInstance) -> str:
-    return f"data.feature.{instance.feature_code}.chat"
+CHAT = FeatureItem.data("chat")  # data.feature.{featureCode}.chat of the door's instance
+USE_AGENT = FeatureItem.resource("useAgent")  # resource.feature.{featureCode}.useAgent
 
 
-def _read_level(access: AccessContext, instance: FeatureInstance) -> Level:
-    return access.data_level(_chat_item(instance), "read", instance.mandate_id, instance.id)
+@dataclass(frozen=True)
+class ChatSummary:
+    """A chat as a list shows it, with what the caller may do to it."""
+
+    id: str
+    title: str
+    sys_created_by: str
+    sys_created_at: datetime
+    sys_modified_at: datetime
+    mine: bool
+    can_rename: bool
+    can_delete: bool
+
+
+@dataclass(frozen=True)
+class ChatHistory:
+    """A chat with its top-level runs (oldest first), each with its trace."""
+
+    chat: AgentChat
+    mine: bool
+    runs: list[tuple[AgentRun, list[AgentStep]]]
+
+
+class AgentChats(Door):
+    """The agent chats and runs of one feature instance, as one user may use them (the door).
+
+    Serves every feature with an agent: its items are those of the instance's feature
+    (``CHAT``, ``USE_AGENT``). Build it with :meth:`of`, which checks the instance (NotFound).
+    """
+
+    def __init__(self, access: AccessContext, instance: FeatureInstance):
+        self.access = access
+        self.instance = instance
+        self.session: Session = access.session
+        self.user: User = access.user
+
+    @classmethod
+    def of(cls, access: AccessContext, instance_id: str) -> AgentChats:
+        """The chats of instance `instance_id`, else NotFound (as for any foreign id)."""
+        return cls(access, access.require_instance(instance_id))
+
+    # --- rows ---
+
+    def _readable(self, row: AgentChat | AgentRun | None) -> bool:
+        """Whether `row` is of this instance and the caller may read it."""
+        return row is not None and row.feature_instance_id == self.instance.id and self.may("read", CHAT, row)
+
+    def _chat(self, chat_id: str) -> AgentChat:
+        chat = self.session.get(AgentChat, chat_id)
+        if not self._readable(chat):
+            raise NotFound(f"chat {chat_id} not found")
+        return chat
+
+    def _run(self, run_id: str) -> AgentRun:
+        run = self.session.get(AgentRun, run_id)
+        if not self._readable(run):
+            raise NotFound(f"agent run {run_id} not found")
+        return run
+
+    def _require_change(self, chat: AgentChat, operation: str) -> None:
+        if not self.may(operation, CHAT, chat):
+            raise Forbidden(f"your roles allow no {operation} on this chat")
+
+    # --- running the agent ---
+
+    @guarded(RESOURCE, USE_AGENT)
+    def prepare_run(self, prompt: Any, chat_id: str | None = None, profile_name: str | None = None,
+                    system_extra: str = "") -> AgentRequest:
+        """Check a request to run the agent and create (or continue) its chat; commits the chat.
+
+        Raises:
+            NotFound: the chat is unknown or not the caller's to see.
+            Forbidden: the caller may not run the agent in this instance.
+            InvalidInput: the prompt is empty or too long.
+        """
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise InvalidInput([FieldError("prompt", "must be a non-empty text")])
+        if len(prompt) > PROMPT_LIMIT:
+            raise InvalidInput([FieldError("prompt",
+                                           f"must be at most {PROMPT_LIMIT:,} characters, not {len(prompt):,}")])
+        instance = self.instance
+        if chat_id:
+            chat = self._chat(chat_id)
+            if chat.sys_created_by != self.user.id:
+                raise NotFound(f"chat {chat_id} not found")  # one may read others' chats, not talk in them
+        else:
+            chat = AgentChat(mandate_id=instance.mandate_id, feature_instance_id=instance.id,
+                             title=prompt.strip().splitlines()[0][:200], sys_created_by=self.user.id)
+            self.session.add(chat)
+        chat.sys_modified_at = utcnow()
+        self.session.commit()
+        name = profile_name or (instance.feature_code if instance.feature_code in PROFILES else "workspace")
+        return AgentRequest(self.user.id, instance.id, prompt, chat.id, name, chat_history(self.session, chat.id),
+                            system_extra)
+
+    # --- reading ---
+
+    @guarded(DATA, CHAT, "read")
+    def list_chats(self) -> list[AgentChat]:
+        """The chats of the instance the caller may read, last continued first."""
+        query = select(AgentChat).where(AgentChat.feature_instance_id == self.instance.id)
+        query = self.visible(query, AgentChat, CHAT)
+        return list(self.session.exec(query.order_by(AgentChat.sys_modified_at.desc())).all())
+
+    @guarded(DATA, CHAT, "read")
+    def chat_summaries(self) -> list[ChatSummary]:
+        """:meth:`list_chats` with whether each chat is the caller's and may be renamed or deleted."""
+        return [ChatSummary(id=c.id, title=c.title, sys_created_by=c.sys_created_by,
+                            sys_created_at=c.sys_created_at, sys_modified_at=c.sys_modified_at,
+                            mine=c.sys_created_by == self.user.id, can_rename=self.may("update", CHAT, c),
+                            can_delete=self.may("delete", CHAT, c))
+                for c in self.list_chats()]
+
+    @guarded(DATA, CHAT, "read")
+    def get_chat(self, chat_id: str) -> AgentChat:
+        """One chat (NotFound when foreign or not the caller's to read)."""
+        return self._chat(chat_id)
+
+    @guarded(DATA, CHAT, "read")
+    def chat_history(self, chat_id: str) -> ChatHistory:
+        """A chat with its runs, oldest first, and their traces (to show it again)."""
+        chat = self._chat(chat_id)
+        runs = list(reversed(self.list_runs(chat.id)))
+        return ChatHistory(chat, chat.sys_created_by == self.user.id, [(r, self.run_steps(r)) for r in runs])
+
+    @guarded(DATA, CHAT, "read")
+    def list_runs(self, chat_id: str | None = None) -> list[AgentRun]:
+        """Top-level runs of the instance the caller may read, newest first (optionally of one chat)."""
+        query = select(AgentRun).where(AgentRun.feature_instance_id == self.instance.id,
+                                       AgentRun.parent_run_id.is_(None))
+        if chat_id:
+            query = query.where(AgentRun.chat_id == self._chat(chat_id).id)
+        query = self.visible(query, AgentRun, CHAT)
+        return list(self.session.exec(query.order_by(AgentRun.started_at.desc())).all())
+
+    @guarded(DATA, CHAT, "read")
+    def get_run(self, run_id: str) -> AgentRun:
+        """One run (NotFound when foreign or not the caller's to read)."""
+        return self._run(run_id)
+
+    @guarded(DATA, CHAT, "read")
+    def run_steps(self, run: AgentRun) -> list[AgentStep]:
+        """The trace of `run` (one this door gave out, or its sub-agent run) in order."""
+        return list(self.session.exec(select(AgentStep).where(AgentStep.run_id == run.id)
+                                      .order_by(AgentStep.seq)).all())
+
+    @guarded(DATA, CHAT, "read")
+    def sub_runs(self, run: AgentRun) -> list[AgentRun]:
+        """The sub-agent runs `run` (one this door gave out) started, in order."""
+        return list(self.session.exec(select(AgentRun).where(AgentRun.parent_run_id == run.id)
+                                      .order_by(AgentRun.started_at)).all())
+
+    # --- changing ---
+
+    @guarded(DATA, CHAT, "read")
+    def cancel_run(self, run_id: str) -> AgentRun:
+        """Cancel a run that is still working; the runner stops before its next model or tool call.
+
+        Only its starter, or who may update it (all chats of the instance), may cancel it.
+        """
+        run = self._run(run_id)
+        if run.sys_created_by != self.user.id and not self.may("update", CHAT, run):
+            raise Forbidden("only the run's starter may cancel it")
+        states.MACHINE.apply(self.session, run, "cancel", error=f"cancelled by {self.user.username}",
+                             finished_at=utcnow())
+        self.session.commit()
+        return run
+
+    @guarded(DATA, CHAT, "update")
+    def rename_chat(self, chat_id: str, title: Any) -> AgentChat:
+        """Give a chat a new title (1–200 characters)."""
+        chat = self._chat(chat_id)
+        self._require_change(chat, "update")
+        if not isinstance(title, str) or not title.strip() or len(title.strip()) > 200:
+            raise InvalidInput([FieldError("title", "must be a text of 1 to 200 characters")])
+        chat.title = clean_name(title, "title")
+        chat.sys_modified_at = utcnow()
+        self.session.add(chat)
+        self.session.commit()
+        return chat
+
+    @guarded(DATA, CHAT, "delete")
+    def delete_chat(self, chat_id: str) -> None:
+        """Delete a chat with its runs, their sub-agent runs and traces; refused while a run works."""
+        chat = self._chat(chat_id)
+        self._require_change(chat, "delete")
+        session = self.session
+        runs = list(session.exec(select(AgentRun).where(AgentRun.chat_id == chat.id)).all())
+        if any(run.status in states.ACTIVE for run in runs):
+            raise Conflict(f"chat {chat_id} has a run that is still working; cancel it first")
+        subs = list(session.exec(select(AgentRun).where(AgentRun.parent_run_id.in_([r.id for r in runs])))) \
+            if runs else []
+        for run in [*subs, *runs]:
+            session.execute(delete(AgentStep).where(AgentStep.run_id == run.id))
+        session.flush()
+        for run in [*subs, *runs]:
+            session.delete(run)
+            session.flush()
+        session.delete(chat)
+        session.commit()
+
+
+# --- the door for callers holding an AccessContext (kept for the pages and routes) -----------------
 
 
 def prepare_run(access: AccessContext, instance_id: str, prompt: Any, chat_id: str | None = None,
                 profile_name: str | None = None, system_extra: str = "") -> AgentRequest:
-    """Check a request to run the agent and create (or continue) its chat; commits the chat.
-
-    Raises:
-        NotFound: the instance or the chat is unknown or not the caller's to see.
-        Forbidden: the caller may not run the agent in this instance.
-        InvalidInput: the prompt is empty or too long.
-    """
-    instance = access.require_instance(instance_id)
-    access.require_resource(f"resource.feature.{instance.feature_code}.useAgent", instance.mandate_id, instance.id)
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise InvalidInput([FieldError("prompt", "must be a non-empty text")])
-    if len(prompt) > PROMPT_LIMIT:
-        raise InvalidInput([FieldError("prompt", f"must be at most {PROMPT_LIMIT:,} characters, not {len(prompt):,}")])
-    session = access.session
-    if chat_id:
-        chat = get_chat(access, instance, chat_id)
-        if chat.sys_created_by != access.user.id:
-            raise NotFound(f"chat {chat_id} not found")  # one may read others' chats, not talk in them
-    else:
-        chat = AgentChat(mandate_id=instance.mandate_id, feature_instance_id=instance.id,
-                         title=prompt.strip().splitlines()[0][:200], sys_created_by=access.user.id)
-        session.add(chat)
-    chat.sys_modified_at = utcnow()
-    session.commit()
-    name = profile_name or (instance.feature_code if instance.feature_code in PROFILES else "workspace")
-    return AgentRequest(access.user.id, instance.id, prompt, chat.id, name, chat_history(session, chat.id),
-                        system_extra)
+    """:meth:`AgentChats.prepare_run` in instance `instance_id` (NotFound when it is not the caller's)."""
+    return AgentChats.of(access, instance_id).prepare_run(prompt, chat_id, profile_name, system_extra)
 
 
 def chat_history(session: Session, chat_id: str) -> list[dict[str, Any]]:
@@ -101,118 +281,55 @@ def stream_run(request: AgentRequest) -> Iterator[AgentEvent]:
         yield from runner.events()
 
 
-def _readable(access: AccessContext, instance: FeatureInstance, row: AgentChat | AgentRun | None) -> bool:
-    """Whether `row` is of `instance` and the caller's DATA read level covers it."""
-    level = _read_level(access, instance)
-    return (row is not None and row.feature_instance_id == instance.id and level != Level.NONE
-            and (level == Level.ALL or row.sys_created_by == access.user.id))
-
-
-def _require_read(access: AccessContext, instance: FeatureInstance) -> Level:
-    level = _read_level(access, instance)
-    if level == Level.NONE:
-        raise Forbidden(f"your roles allow no read on chat in this {instance.feature_code} instance")
-    return level
+def _door(access: AccessContext, instance: FeatureInstance | str) -> AgentChats:
+    if isinstance(instance, FeatureInstance):
+        return AgentChats(access, instance)
+    return AgentChats.of(access, instance)
 
 
 def get_chat(access: AccessContext, instance: FeatureInstance, chat_id: str) -> AgentChat:
-    chat = access.session.get(AgentChat, chat_id)
-    if not _readable(access, instance, chat):
-        raise NotFound(f"chat {chat_id} not found")
-    return chat
+    return _door(access, instance).get_chat(chat_id)
 
 
 def list_chats(access: AccessContext, instance_id: str) -> list[AgentChat]:
-    instance = access.require_instance(instance_id)
-    level = _require_read(access, instance)
-    query = select(AgentChat).where(AgentChat.feature_instance_id == instance.id)
-    if level == Level.OWN:
-        query = query.where(AgentChat.sys_created_by == access.user.id)
-    return list(access.session.exec(query.order_by(AgentChat.sys_modified_at.desc())).all())
+    return _door(access, instance_id).list_chats()
 
 
 def list_runs(access: AccessContext, instance_id: str, chat_id: str | None = None) -> list[AgentRun]:
     """Top-level runs of the instance the caller may read, newest first (optionally of one chat)."""
-    instance = access.require_instance(instance_id)
-    level = _require_read(access, instance)
-    query = select(AgentRun).where(AgentRun.feature_instance_id == instance.id, AgentRun.parent_run_id.is_(None))
-    if chat_id:
-        query = query.where(AgentRun.chat_id == get_chat(access, instance, chat_id).id)
-    if level == Level.OWN:
-        query = query.where(AgentRun.sys_created_by == access.user.id)
-    return list(access.session.exec(query.order_by(AgentRun.started_at.desc())).all())
+    return _door(access, instance_id).list_runs(chat_id)
 
 
 def get_run(access: AccessContext, instance_id: str, run_id: str) -> AgentRun:
-    instance = access.require_instance(instance_id)
-    run = access.session.get(AgentRun, run_id)
-    if not _readable(access, instance, run):
-        raise NotFound(f"agent run {run_id} not found")
-    return run
+    return _door(access, instance_id).get_run(run_id)
+
+
+def _run_door(access: AccessContext, run: AgentRun) -> AgentChats:
+    instance = access.session.get(FeatureInstance, run.feature_instance_id)
+    if instance is None:
+        raise NotFound(f"agent run {run.id} not found")
+    return AgentChats(access, instance)
 
 
 def run_steps(access: AccessContext, run: AgentRun) -> list[AgentStep]:
     """The run's trace in order (a sub-agent's runs are readable by their own id)."""
-    return list(access.session.exec(select(AgentStep).where(AgentStep.run_id == run.id)
-                                    .order_by(AgentStep.seq)).all())
+    return _run_door(access, run).run_steps(run)
 
 
 def sub_runs(access: AccessContext, run: AgentRun) -> list[AgentRun]:
-    return list(access.session.exec(select(AgentRun).where(AgentRun.parent_run_id == run.id)
-                                    .order_by(AgentRun.started_at)).all())
+    return _run_door(access, run).sub_runs(run)
 
 
 def cancel_run(access: AccessContext, instance_id: str, run_id: str) -> AgentRun:
-    """Cancel a run that is still working; the runner stops before its next model or tool call.
-
-    Only its starter (or who may update chats in the instance) may cancel it.
-    """
-    run = get_run(access, instance_id, run_id)
-    instance = access.session.get(FeatureInstance, run.feature_instance_id)
-    may_update = access.data_level(_chat_item(instance), "update", instance.mandate_id, instance.id)
-    if run.sys_created_by != access.user.id and may_update != Level.ALL:
-        raise Forbidden("only the run's starter may cancel it")
-    states.MACHINE.apply(access.session, run, "cancel", error=f"cancelled by {access.user.username}",
-                         finished_at=utcnow())
-    access.session.commit()
-    return run
-
-
-def _require_change(access: AccessContext, instance: FeatureInstance, chat: AgentChat, operation: str) -> None:
-    level = access.data_level(_chat_item(instance), operation, instance.mandate_id, instance.id)
-    if level == Level.NONE or (level == Level.OWN and chat.sys_created_by != access.user.id):
-        raise Forbidden(f"your roles allow no {operation} on this chat")
+    """Cancel a run that is still working (:meth:`AgentChats.cancel_run`)."""
+    return _door(access, instance_id).cancel_run(run_id)
 
 
 def rename_chat(access: AccessContext, instance_id: str, chat_id: str, title: Any) -> AgentChat:
     """Give a chat a new title (1–200 characters)."""
-    instance = access.require_instance(instance_id)
-    chat = get_chat(access, instance, chat_id)
-    _require_change(access, instance, chat, "update")
-    if not isinstance(title, str) or not title.strip() or len(title.strip()) > 200:
-        raise InvalidInput([FieldError("title", "must be a text of 1 to 200 characters")])
-    chat.title = clean_name(title, "title")
-    chat.sys_modified_at = utcnow()
-    access.session.add(chat)
-    access.session.commit()
-    return chat
+    return _door(access, instance_id).rename_chat(chat_id, title)
 
 
 def delete_chat(access: AccessContext, instance_id: str, chat_id: str) -> None:
     """Delete a chat with its runs, their sub-agent runs and traces; refused while a run works."""
-    instance = access.require_instance(instance_id)
-    chat = get_chat(access, instance, chat_id)
-    _require_change(access, instance, chat, "delete")
-    session = access.session
-    runs = list(session.exec(select(AgentRun).where(AgentRun.chat_id == chat.id)).all())
-    if any(run.status in states.ACTIVE for run in runs):
-        raise Conflict(f"chat {chat_id} has a run that is still working; cancel it first")
-    subs = list(session.exec(select(AgentRun).where(AgentRun.parent_run_id.in_([r.id for r in runs])))) if runs else []
-    for run in [*subs, *runs]:
-        session.execute(delete(AgentStep).where(AgentStep.run_id == run.id))
-    session.flush()
-    for run in [*subs, *runs]:
-        session.delete(run)
-        session.flush()
-    session.delete(chat)
-    session.commit()
+    _door(access, instance_id).delete_chat(chat_id)

@@ -2,8 +2,9 @@
 {base} = /api/<featureCode>/{instanceId}.
 
 POST {base}/agent streams a run's events as server-sent events; chats and runs (with their
-trace) are read back, and a working run can be cancelled. The checks live in
-backend.agent.service; these routes only translate.
+trace) are read back, and a working run can be cancelled. The checks live in the door
+backend.agent.service.AgentChats, whose declarations the routes carry (declared_by, items in
+the pattern form `data.feature.{featureCode}.chat`); these routes only translate.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from fastapi import APIRouter, Path, Query, Response
 from fastapi.responses import StreamingResponse
 
 from backend.agent import service as agent_service
-from backend.agent.service import AgentRequest
+from backend.agent.service import AgentChats, AgentRequest
 from backend.api.deps import CurrentUser, DbSession
-from backend.api.permissions import permission
+from backend.api.permissions import declared_by
 from backend.api.schemas import CamelModel
 from backend.db.models import AgentRun
 from backend.rbac.access import AccessContext
@@ -89,13 +90,18 @@ class AgentRunOut(CamelModel):
     sub_runs: list[AgentRunOut] | None = None
 
 
-def run_out(access: AccessContext, run: AgentRun, with_steps: bool = False) -> AgentRunOut:
+def run_out(chats: AgentChats, run: AgentRun, with_steps: bool = False) -> AgentRunOut:
+    """`run` as the API shows it; `with_steps`: with its trace and its sub-agent runs (read through `chats`)."""
     out = AgentRunOut.model_validate(run)
     if not with_steps:
         return out
     return out.model_copy(update={
-        "steps": [AgentStepOut.model_validate(s) for s in agent_service.run_steps(access, run)],
-        "sub_runs": [run_out(access, sub, True) for sub in agent_service.sub_runs(access, run)]})
+        "steps": [AgentStepOut.model_validate(s) for s in chats.run_steps(run)],
+        "sub_runs": [run_out(chats, sub, True) for sub in chats.sub_runs(run)]})
+
+
+def _chats(session: DbSession, user: CurrentUser, instance_id: str) -> AgentChats:
+    return AgentChats.of(AccessContext(session, user), instance_id)
 
 
 def event_stream(request: AgentRequest) -> StreamingResponse:
@@ -107,54 +113,52 @@ def event_stream(request: AgentRequest) -> StreamingResponse:
 def add_agent_routes(router: APIRouter, feature_code: str,
                      system_extra: Callable[[AccessContext, str], str] | None = None) -> None:
     """Add the agent routes of `feature_code` to its instance router (prefix /{instanceId})."""
-    chat = f"data.feature.{feature_code}.chat"
-    use_agent = f"resource.feature.{feature_code}.useAgent"
 
     @router.post("/agent", response_class=StreamingResponse, responses=SSE_RESPONSES,
-                 **permission("RESOURCE", use_agent))
+                 **declared_by(AgentChats.prepare_run))
     def run_agent(instance_id: InstanceId, body: AgentPrompt, user: CurrentUser,
                   session: DbSession) -> StreamingResponse:
         """Run the agent on `prompt` (continuing chat `chatId` when given) and stream its events."""
-        access = AccessContext(session, user)
-        request = agent_service.prepare_run(access, instance_id, body.prompt, body.chat_id,
-                                            system_extra=system_extra(access, instance_id) if system_extra else "")
-        return event_stream(request)
+        chats = _chats(session, user, instance_id)
+        extra = system_extra(chats.access, instance_id) if system_extra else ""
+        return event_stream(chats.prepare_run(body.prompt, body.chat_id, system_extra=extra))
 
-    @router.get("/agent/chats", response_model=list[AgentChatOut], **permission("DATA", chat, "read"))
+    @router.get("/agent/chats", response_model=list[AgentChatOut], **declared_by(AgentChats.list_chats))
     def list_agent_chats(instance_id: InstanceId, user: CurrentUser, session: DbSession) -> list[AgentChatOut]:
-        chats = agent_service.list_chats(AccessContext(session, user), instance_id)
-        return [AgentChatOut.model_validate(c) for c in chats]
+        return [AgentChatOut.model_validate(c) for c in _chats(session, user, instance_id).list_chats()]
 
-    @router.patch("/agent/chats/{chatId}", response_model=AgentChatOut, **permission("DATA", chat, "update"))
+    @router.patch("/agent/chats/{chatId}", response_model=AgentChatOut, **declared_by(AgentChats.rename_chat))
     def rename_agent_chat(instance_id: InstanceId, chat_id: ChatId, body: AgentChatRename, user: CurrentUser,
                           session: DbSession) -> AgentChatOut:
-        return AgentChatOut.model_validate(
-            agent_service.rename_chat(AccessContext(session, user), instance_id, chat_id, body.title))
+        return AgentChatOut.model_validate(_chats(session, user, instance_id).rename_chat(chat_id, body.title))
 
     @router.delete("/agent/chats/{chatId}", status_code=204, response_class=Response,
-                   **permission("DATA", chat, "delete"))
+                   **declared_by(AgentChats.delete_chat))
     def delete_agent_chat(instance_id: InstanceId, chat_id: ChatId, user: CurrentUser, session: DbSession) -> Response:
         """Delete a chat with its runs and their traces (409 while one of them still works)."""
-        agent_service.delete_chat(AccessContext(session, user), instance_id, chat_id)
+        _chats(session, user, instance_id).delete_chat(chat_id)
         return Response(status_code=204)
 
-    @router.get("/agent/runs", response_model=list[AgentRunOut], **permission("DATA", chat, "read"))
+    @router.get("/agent/runs", response_model=list[AgentRunOut], **declared_by(AgentChats.list_runs))
     def list_agent_runs(instance_id: InstanceId, user: CurrentUser, session: DbSession,
                         chat_id: Annotated[str | None, Query(alias="chatId")] = None) -> list[AgentRunOut]:
-        access = AccessContext(session, user)
-        return [run_out(access, run) for run in agent_service.list_runs(access, instance_id, chat_id)]
+        chats = _chats(session, user, instance_id)
+        return [run_out(chats, run) for run in chats.list_runs(chat_id)]
 
-    @router.get("/agent/runs/{agentRunId}", response_model=AgentRunOut, **permission("DATA", chat, "read"))
+    @router.get("/agent/runs/{agentRunId}", response_model=AgentRunOut,
+                **declared_by(AgentChats.get_run))
     def get_agent_run(instance_id: InstanceId, run_id: AgentRunId, user: CurrentUser,
                       session: DbSession) -> AgentRunOut:
         """A run with its trace: rounds (tools offered, tokens, cost), tool calls with arguments
         and results, escalations, guard interventions, and its sub-agent runs."""
-        access = AccessContext(session, user)
-        return run_out(access, agent_service.get_run(access, instance_id, run_id), with_steps=True)
+        chats = _chats(session, user, instance_id)
+        return run_out(chats, chats.get_run(run_id), with_steps=True)
 
-    @router.post("/agent/runs/{agentRunId}/cancel", response_model=AgentRunOut, **permission("DATA", chat, "update"))
+    @router.post("/agent/runs/{agentRunId}/cancel", response_model=AgentRunOut,
+                 **declared_by(AgentChats.cancel_run))
     def cancel_agent_run(instance_id: InstanceId, run_id: AgentRunId, user: CurrentUser,
                          session: DbSession) -> AgentRunOut:
-        """Cancel a run still working (409 when it has ended); it stops before its next step."""
-        access = AccessContext(session, user)
-        return run_out(access, agent_service.cancel_run(access, instance_id, run_id))
+        """Cancel a run still working (409 when it has ended); it stops before its next step.
+        Its starter may cancel it, and whoever may update every chat of the instance."""
+        chats = _chats(session, user, instance_id)
+        return run_out(chats, chats.cancel_run(run_id))

@@ -2,7 +2,7 @@
 
 :class:`FileStore` is the door (backend/rbac/door.py) to the files of an instance of ANY
 feature (the Workspace's, the Graphical Editor's …): its public methods declare and enforce the
-caller's DATA right on `data.feature.<featureCode>.file` of the instance's feature
+caller's DATA right on `data.feature.{featureCode}.file` of the instance's feature
 (``FeatureItem.data("file")``). Open it with :meth:`FileStore.of` (an AccessContext and an
 instance id) or :func:`open_store` (a *scope*). The module functions below take a scope —
 anything with `session`, `user`, `mandate_id` and `feature_instance_id` (an ActionContext, or
@@ -53,7 +53,7 @@ MAX_READ_CHARS = 200_000
 SEARCH_INDEX_CHARS = 200_000  # as in migration 0004_files
 SEARCH_MAX_WORDS = 16
 SNIPPET_MARK = "**"
-FILE = FeatureItem.data("file")  # data.feature.<featureCode>.file of the store's instance
+FILE = FeatureItem.data("file")  # data.feature.{featureCode}.file of the store's instance
 
 
 class NotText(DomainError):

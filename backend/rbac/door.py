@@ -16,7 +16,7 @@ Row-level own/all decisions stay inside the method, through
 
 A door that serves the instances of every feature (the file store, agent chats) declares an
 item of "the door's feature" with :class:`FeatureItem`: ``FeatureItem.data("file")`` is declared
-as ``data.feature.<featureCode>.file`` and checked, per door, as ``data.feature.workspace.file``
+as ``data.feature.{featureCode}.file`` and checked, per door, as ``data.feature.workspace.file``
 or ``data.feature.graphicalEditor.file`` (the door's ``feature_code``).
 
 Example::
@@ -43,7 +43,7 @@ from backend.rbac.rights import DATA, OPERATIONS, RESOURCE, UI, Level
 
 KINDS = ("public", "authenticated", "sysadmin", UI, RESOURCE, DATA)
 ATTRIBUTE = "__poweron_permissions__"
-FEATURE_PLACEHOLDER = "<featureCode>"
+FEATURE_PLACEHOLDER = "{featureCode}"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,23 +51,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 class FeatureItem(str):
     """An item of whichever feature the door's instance belongs to, in pattern form.
 
-    It is a string (``data.feature.<featureCode>.file``), so declarations, OpenAPI documents and
+    It is a string (``data.feature.{featureCode}.file``), so declarations, OpenAPI documents and
     UI markers carry it as they are; a door resolves it with :meth:`Door.item_of`.
     """
 
     @classmethod
     def data(cls, table: str) -> FeatureItem:
-        """``data.feature.<featureCode>.<table>``, as FeatureDefinition.data_item builds it."""
+        """``data.feature.{featureCode}.<table>``, as FeatureDefinition.data_item builds it."""
         return cls(f"data.feature.{FEATURE_PLACEHOLDER}.{table}")
 
     @classmethod
     def resource(cls, name: str) -> FeatureItem:
-        """``resource.feature.<featureCode>.<name>``."""
+        """``resource.feature.{featureCode}.<name>``."""
         return cls(f"resource.feature.{FEATURE_PLACEHOLDER}.{name}")
 
     @classmethod
     def ui(cls, name: str) -> FeatureItem:
-        """``ui.feature.<featureCode>.<name>``."""
+        """``ui.feature.{featureCode}.<name>``."""
         return cls(f"ui.feature.{FEATURE_PLACEHOLDER}.{name}")
 
     def of(self, feature_code: str) -> str:
