@@ -19,13 +19,16 @@ import reflex as rx
 
 from backend.db.models import Workflow
 from backend.errors import Conflict, DomainError, NotFound
-from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
-from backend.rbac.access import AccessContext
-from backend.triggers.secrets import redact
-from backend.workflows import graph_edit, service
+from backend.features.graphical_editor.interface import (
+    GraphicalEditorInterface,
+    interface_of_workflow,
+    last_changed_workflow,
+)
+from backend.workflows import graph_edit
 from backend.workflows.connections import connection_error, handles_of
 from backend.workflows.node_types import NodeType, palette
-from backend.workflows.suggestions import expression_suggestions, last_step_outputs
+from backend.workflows.service import DraftBase
+from backend.workflows.suggestions import expression_suggestions
 from backend.workflows.validation import validate_graph
 from state.auth import AuthState, NotSignedIn
 from state.editor_chat import EditorChatMixin
@@ -34,9 +37,9 @@ from state.editor_runs import EditorRunsMixin
 from state.editor_versions import EditorVersionsMixin
 from state.page import PageMixin, user_message
 from state.param_fields import ParamField, fields_of, parse_value
-from state.permissions import requires
+from state.permissions import requires, requires_door
 
-WORKFLOW_DATA = "data.feature.graphicalEditor.workflow"
+Door = GraphicalEditorInterface
 UNDO_LIMIT = 100
 
 
@@ -73,11 +76,7 @@ def _palette_groups(query: str) -> list[PaletteGroup]:
 
 def editor_interface(session, user, workflow_id: str) -> tuple[GraphicalEditorInterface, Workflow]:
     """The interface of the workflow's instance, checked for the user; NotFound when it is not theirs to see."""
-    found = session.get(Workflow, workflow_id) if workflow_id else None
-    if found is None:
-        raise NotFound(f"workflow {workflow_id or '(none)'} not found")
-    iface = get_interface(user, None, found.feature_instance_id, session)
-    return iface, iface.get_workflow(workflow_id)
+    return interface_of_workflow(user, workflow_id, session)
 
 
 class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorFilesMixin, PageMixin, AuthState):
@@ -144,13 +143,12 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
             self.missing = False
             self.instance_id = iface.instance.id
             self.workflow_name = workflow.name
-            self.can_edit = iface.can("workflow", "update", workflow)
-            version = iface.edited_version(workflow)
-            self._adopt(version.graph if version else service.current_graph(session, workflow),
-                        version.id if version else "", version.lock_version if version else 0)
+            rights = iface.editor_rights(workflow)
+            self.can_edit, self.can_execute = rights.can_edit, rights.can_execute
+            view = iface.workflow_view(workflow, masked=True)
+            self._adopt(view.graph, view.edited_version_id or "", view.edited_lock_version or 0)
             self._load_versions(iface, workflow)
-            self._load_run_rights(iface)
-            self._load_chat_rights(iface)
+            self._load_chat_rights(iface, rights.can_use_agent)
         self.palette_groups = _palette_groups(self.palette_query)
         self._refresh_files()  # the Files tab: this instance's file store
         self.save_status = "readonly" if (self.viewing_version or not self.can_edit) else "saved"
@@ -160,15 +158,15 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         self._publish()
 
     def _adopt(self, graph: dict[str, Any], version_id: str, lock_version: int) -> None:
-        """Take `graph` as the one being edited (secrets masked: they never reach the page)."""
-        self._graph = redact(copy.deepcopy(graph))
+        """Take `graph` (its secrets masked by the interface: they never reach the page) as the one being edited."""
+        self._graph = copy.deepcopy(graph)
         self.form_revision += 1
         self._graph.setdefault("nodes", [])
         self._graph.setdefault("edges", [])
         self._base_version_id, self._base_lock_version = version_id, lock_version
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.workflow_view)
     def load(self):
         """on_load: check the sign-in, then open the workflow named in the address."""
         self.selected_ids = []
@@ -183,16 +181,12 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         return event
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.list_workflows)
     def open_recent(self):
         """/editor: open the workflow changed last, or the Workflows page when there is none."""
         try:
             with self._user_session() as (session, user):
-                newest = None
-                for instance in AccessContext(session, user).visible_instances("graphicalEditor"):
-                    for workflow in get_interface(user, None, instance.id, session).list_workflows():
-                        if newest is None or workflow.sys_modified_at > newest.sys_modified_at:
-                            newest = workflow
+                newest = last_changed_workflow(user, session)
         except NotSignedIn:
             return self._signed_out()
         except DomainError:
@@ -296,7 +290,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         `self.error` says why). A draft changed elsewhere or a lost sign-in keep this tab's graph."""
         self.error = ""
         self.save_status = "saving"
-        base = service.DraftBase(self._base_version_id, self._base_lock_version) if self._base_version_id else None
+        base = DraftBase(self._base_version_id, self._base_lock_version) if self._base_version_id else None
         accepted = True
         try:
             with self._user_session() as (session, user):
@@ -318,23 +312,23 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         return accepted
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.workflow_view)
     def reload_theirs(self):
         """After a refused save: drop this tab's changes and load the draft as saved elsewhere."""
         return self._reload()
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def keep_mine(self):
         """After a refused save: save this tab's graph over the newer draft (undo brings theirs back)."""
         try:
             with self._user_session() as (session, user):
                 iface, workflow = editor_interface(session, user, self.workflow_id)
-                version = iface.edited_version(workflow)
-                if version is not None:
-                    theirs = redact(copy.deepcopy(version.graph))
-                    self._undo = [*self._undo[-(UNDO_LIMIT - 1):], theirs]
-                    self._base_version_id, self._base_lock_version = version.id, version.lock_version
+                theirs = iface.workflow_view(workflow, masked=True)
+                if theirs.edited_version_id is not None:
+                    self._undo = [*self._undo[-(UNDO_LIMIT - 1):], copy.deepcopy(theirs.graph)]
+                    self._base_version_id, self._base_lock_version = theirs.edited_version_id, \
+                        theirs.edited_lock_version
         except NotSignedIn:
             return self._signed_out()
         self._save()
@@ -345,13 +339,13 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         try:
             with self._user_session() as (session, user):
                 iface, workflow = editor_interface(session, user, self.workflow_id)
-                version = iface.edited_version(workflow)
-                if version is None or (version.id == self._base_version_id
-                                       and version.lock_version == self._base_lock_version):
+                view = iface.workflow_view(workflow, masked=True)
+                if view.edited_version_id is None or (view.edited_version_id == self._base_version_id
+                                                      and view.edited_lock_version == self._base_lock_version):
                     return
                 before = copy.deepcopy(self._graph)
-                self._adopt(version.graph, version.id, version.lock_version)
-                self._note_draft_saved(version)
+                self._adopt(view.graph, view.edited_version_id, view.edited_lock_version)
+                self._note_draft_saved(view.edited)
         except (NotSignedIn, DomainError):
             return
         self._undo = [*self._undo[-(UNDO_LIMIT - 1):], before]
@@ -362,13 +356,13 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
     # --- canvas events --------------------------------------------------------------------------
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def nodes_moved(self, moves: list[dict[str, Any]]):
         """A drag stopped: store the new positions."""
         self._change(lambda graph: graph_edit.move_nodes(graph, moves), "Move")
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def drop_node(self, drop: dict[str, Any]):
         """A palette entry was dropped on the canvas: add a node of that type there and select it."""
         added: list[str] = []
@@ -384,7 +378,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
             self._publish()
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def add_from_palette(self, type_id: str):
         """A palette entry was clicked: add a node of that type next to the others."""
         added: list[str] = []
@@ -395,7 +389,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
             self._publish()
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def connect_nodes(self, connection: dict[str, Any]):
         """A handle was dragged onto a node: add the edge, or say why the graph rules refuse it."""
         source, target = str(connection.get("source")), str(connection.get("target"))
@@ -408,7 +402,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         self._change(lambda graph: graph_edit.add_edge(graph, source, handle, target), "Connect")
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def delete_elements(self, removed: dict[str, Any]):
         """Nodes or edges were deleted on the canvas (Delete key)."""
         nodes = [str(n) for n in removed.get("nodes") or []]
@@ -418,13 +412,13 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         self._publish()
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def delete_selected(self):
         """The panel's Delete button: remove the selected nodes with their edges."""
         return EditorState.delete_elements({"nodes": list(self.selected_ids), "edges": []})
 
     @rx.event
-    @requires("ui")
+    @requires_door(Door.last_outputs)
     def selection_changed(self, ids: list[str]):
         self.selected_ids = [str(i) for i in ids]
         self.field_errors = {}
@@ -434,7 +428,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         self._load_suggestions()
 
     @rx.event
-    @requires("ui")
+    @requires_door(Door.last_outputs)
     def node_opened(self, node_id: str):
         self.selected_ids = [node_id]
         self.panel_tab = "parameters"
@@ -453,9 +447,10 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
             self.expression_options = []
             return
         try:
-            with self._user_session() as (session, _user):
-                last = last_step_outputs(session, self.workflow_id)
-        except NotSignedIn:
+            with self._user_session() as (session, user):
+                iface, workflow = editor_interface(session, user, self.workflow_id)
+                last = iface.last_outputs(workflow)
+        except (NotSignedIn, DomainError):
             last = {}
         self.expression_options = expression_suggestions(self._shown_graph(), self.selected_node, last)
 
@@ -471,7 +466,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         self._change(change, what)
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def set_parameter(self, name: str, kind: str, text: str):
         """A parameter field was left: store its value (if it changed), or show what is wrong with it."""
         value, problem = parse_value(kind, text)
@@ -494,13 +489,13 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         self._edit_selected(edit, f"Parameter {name}")
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def set_flag(self, name: str, checked: bool):
         """A boolean parameter's switch."""
         return EditorState.set_parameter(name, "boolean", "true" if checked else "false")
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def insert_expression(self, name: str, kind: str, current: str, expression: str):
         """Append an expression from the suggestions to a field."""
         text = expression if not current.strip() or kind in ("number", "boolean", "json", "select") \
@@ -508,13 +503,13 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         return EditorState.set_parameter(name, "text" if kind != "any" else kind, text)
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def set_label(self, text: str):
         if text.strip() and text.strip() != self.node_label:
             self._edit_selected(lambda node: node.__setitem__("label", text.strip()), "Label")
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def set_on_error(self, value: str):
         def edit(node):
             if value == "fail":
@@ -539,13 +534,13 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         self._save()
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def undo(self):
         """Go back one change (the canvas's, or one the AI chat made) and save that graph."""
         self._travel(back=True)
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def redo(self):
         self._travel(back=False)
 
@@ -565,7 +560,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
     # --- import / export ------------------------------------------------------------------------
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.workflow_view)
     def export_graph(self):
         """Download the graph shown as JSON (webhook secrets are never exported)."""
         from backend.workflows.graph_io import export_document
@@ -576,7 +571,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         return rx.download(data=text, filename=f"{filename}.json")
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     async def import_graph(self, files: list[rx.UploadFile]):
         """Replace the draft's graph by an uploaded export (undoable); a malformed file changes nothing."""
         from backend.workflows.graph_io import parse_import

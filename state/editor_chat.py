@@ -14,27 +14,19 @@ from typing import Any, TypedDict
 import reflex as rx
 
 from backend import auth
-from backend.agent import service as agent_service
 from backend.agent.runner import AgentEvent
 from backend.agent.service import AgentRequest
 from backend.config import get_settings
 from backend.db import session_scope
-from backend.db.models import Workflow
-from backend.errors import DomainError, NotFound
-from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
-from backend.features.graphical_editor.routes import workflow_context
-from backend.rbac.access import AccessContext
-from backend.rbac.rights import RESOURCE
-from backend.triggers.secrets import redact
-from backend.workflows import service
+from backend.errors import DomainError
+from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
+from backend.features.graphical_editor.interface import get_interface, interface_of_workflow
 from state.agent_chat import AgentChatMixin
 from state.auth import NotSignedIn
 from state.chat_items import ChatItem, items_of_run
 from state.page import user_message
-from state.permissions import requires
+from state.permissions import requires, requires_door
 
-USE_AGENT = "resource.feature.graphicalEditor.useAgent"
-CHAT_DATA = "data.feature.graphicalEditor.chat"
 NO_USE_AGENT = "Your roles do not let you use the AI assistant in this editor (useAgent is not granted)."
 # The workflow toolbox's tools that change a draft (backend/actions/methods/workflow.py), by tool name.
 GRAPH_TOOLS = frozenset({"workflow_addNode", "workflow_removeNode", "workflow_connectNodes",
@@ -65,15 +57,8 @@ def prepare_editor_run(token: str, workflow_id: str, prompt: str, chat_id: str) 
         user = auth.user_for_token(session, token)
         if user is None:
             raise NotSignedIn()
-        found = session.get(Workflow, workflow_id) if workflow_id else None
-        if found is None:
-            raise NotFound(f"workflow {workflow_id or '(none)'} not found")
-        iface = get_interface(user, None, found.feature_instance_id, session)
-        workflow = iface.get_workflow(workflow_id)
-        version = iface.edited_version(workflow)
-        graph = version.graph if version is not None else service.current_graph(session, workflow)
-        return agent_service.prepare_run(iface.access, iface.instance.id, prompt, chat_id or None,
-                                         system_extra=workflow_context(workflow, redact(graph)))
+        iface, workflow = interface_of_workflow(user, workflow_id, session)
+        return iface.prepare_agent_run(workflow, prompt, chat_id or None)
 
 
 class EditorChatMixin(AgentChatMixin, mixin=True):
@@ -85,21 +70,20 @@ class EditorChatMixin(AgentChatMixin, mixin=True):
 
     # --- loading (EditorState calls it while it loads the workflow) -----------------------------
 
-    def _load_chat_rights(self, iface: GraphicalEditorInterface) -> None:
+    def _load_chat_rights(self, iface: Door, can_use_agent: bool) -> None:
         """The agent right in the workflow's instance, the provider, and the user's chats there."""
-        instance = iface.instance
         self.provider_configured = bool(get_settings().ai_providers)
-        self.can_use_agent = iface.access.resolve(RESOURCE, USE_AGENT, instance.mandate_id, instance.id).allowed
-        self._load_editor_chats(iface.access, instance.id)
+        self.can_use_agent = can_use_agent
+        self._load_editor_chats(iface)
         if self.chat_id and self.chat_id not in {c["id"] for c in self.chats} and not self.streaming:
             self._start_chat()
 
-    def _load_editor_chats(self, access: AccessContext, instance_id: str) -> None:
+    def _load_editor_chats(self, iface: Door) -> None:
         try:
-            chats = agent_service.list_chats(access, instance_id)
+            chats = iface.own_chats()
         except DomainError:  # no read right on chats: none listed
             chats = []
-        self.chats = editor_chat_rows(chats, access.user.id)
+        self.chats = editor_chat_rows(chats, iface.user.id)
 
     # --- AgentChatMixin's hooks -----------------------------------------------------------------
 
@@ -117,7 +101,7 @@ class EditorChatMixin(AgentChatMixin, mixin=True):
     def _reload_chats(self) -> None:
         try:
             with self._user_session() as (session, user):
-                self._load_editor_chats(AccessContext(session, user), self.instance_id)
+                self._load_editor_chats(get_interface(user, None, self.instance_id, session))
         except (NotSignedIn, DomainError):
             pass
 
@@ -141,7 +125,7 @@ class EditorChatMixin(AgentChatMixin, mixin=True):
         self.error = self.notice = ""
 
     @rx.event
-    @requires("DATA", CHAT_DATA)
+    @requires_door(Door.own_chat)
     def open_editor_chat(self, chat_id: str):
         """Show one of the user's chats with its history; sending continues it."""
         if self.streaming:
@@ -150,14 +134,10 @@ class EditorChatMixin(AgentChatMixin, mixin=True):
         self.error = self.notice = ""
         try:
             with self._user_session() as (session, user):
-                access = AccessContext(session, user)
-                instance = access.require_instance(self.instance_id)
-                chat = agent_service.get_chat(access, instance, chat_id)
-                if chat.sys_created_by != user.id:
-                    raise NotFound(f"chat {chat_id} not found")
+                chat, runs = get_interface(user, None, self.instance_id, session).own_chat(chat_id)
                 messages: list[ChatItem] = []
-                for run in reversed(agent_service.list_runs(access, instance.id, chat.id)):
-                    messages += items_of_run(run, agent_service.run_steps(access, run))
+                for run, steps in runs:
+                    messages += items_of_run(run, steps)
                 self.chat_id, self.chat_title, self.messages = chat.id, chat.title, messages
         except NotSignedIn:
             return self._signed_out()

@@ -3,8 +3,8 @@
 A workflow run's file actions (core_files, file.create, ai.describeImage's `path`, …) work in
 the file store of the run's feature instance, which for the editor is the Graphical Editor
 instance itself (the engine builds its ActionContext from the run's feature_instance_id). So the
-panel shows exactly that store: FilesMixin with the host's `instance_id`, its rights on
-`data.feature.graphicalEditor.file`.
+panel shows exactly that store: FilesMixin with the host's `instance_id`, its rights on the
+instance's file table.
 
 "Use in node" puts a file's path into a parameter of the selected node, through the editor's own
 `set_parameter` (undoable, saved as the draft like a typed value).
@@ -16,12 +16,12 @@ import re
 
 import reflex as rx
 
+from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
 from backend.workflows.node_types import node_type
 from state.param_fields import ParamField
-from state.permissions import requires
+from state.permissions import requires_door
 from state.workspace_files import FilesMixin
 
-WORKFLOW_DATA = "data.feature.graphicalEditor.workflow"
 # Parameter names that take a path (or id) of a file in the file store.
 FILE_FIELD_NAMES = {"path", "paths", "fileid", "filepath", "filepaths", "sourcepath", "targetpath", "saveas",
                     "folderpath", "file", "files"}
@@ -56,7 +56,7 @@ class EditorFilesMixin(FilesMixin, mixin=True):
         return file_fields(self.param_fields, trigger=kind is not None and kind.is_trigger)
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.save_draft)
     def use_file(self, path: str, field: str):
         """Put a file's path into the selected node's parameter `field` (stored as a string)."""
         if not self.selected_node or not path:

@@ -18,14 +18,13 @@ from backend import auth
 from backend.db import session_scope
 from backend.db.models import WorkflowRun
 from backend.engine.steps import split_error
-from backend.errors import DomainError, Forbidden
+from backend.errors import DomainError
+from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
 from backend.statemachines import ConcurrentTransition, IllegalTransition
 from state.auth import NotSignedIn
 from state.page import user_message
-from state.permissions import requires
+from state.permissions import requires, requires_door
 
-EXECUTE = "resource.feature.graphicalEditor.execute"
-RUN_DATA = "data.feature.graphicalEditor.workflow_run"
 POLL_SECONDS = 0.25
 WATCH_LIMIT_SECONDS = 600
 SHOWN_CHARS = 4000
@@ -135,13 +134,6 @@ class EditorRunsMixin(rx.State, mixin=True):
                 self.run_pause_reason, f" ({self.run_pause_reason})")
         return text
 
-    def _load_run_rights(self, iface) -> None:
-        try:
-            iface.require_resource("execute")
-            self.can_execute = True
-        except Forbidden:
-            self.can_execute = False
-
     def _clear_run(self) -> None:
         self.run_id = self.run_status = self.run_pause_reason = self.run_error = self.run_mode = ""
         self.node_statuses, self.trace, self.watching, self._watch_key = {}, [], False, ""
@@ -209,33 +201,33 @@ class EditorRunsMixin(rx.State, mixin=True):
                                                                      mode, wait_seconds=0))
 
     @rx.event
-    @requires("RESOURCE", EXECUTE)
+    @requires_door(Door.start_run)
     def test_run(self):
         """Run the draft from its trigger with the test input, watching every node."""
         return self._start("full")
 
     @rx.event
-    @requires("RESOURCE", EXECUTE)
+    @requires_door(Door.start_run)
     def step_run(self):
         """Run the draft one node at a time: it pauses after each node until Next step."""
         return self._start("step")
 
     @rx.event
-    @requires("RESOURCE", EXECUTE)
+    @requires_door(Door.continue_run)
     def next_step(self):
         """Step mode: execute the next node."""
         run_id = self.run_id
         return self._launch(lambda iface, _workflow: iface.continue_run(iface.get_run(run_id), wait_seconds=0))
 
     @rx.event
-    @requires("RESOURCE", EXECUTE)
+    @requires_door(Door.retry_run)
     def retry_failed(self):
         """Retry the failed run from its failed node (completed steps are reused)."""
         run_id = self.run_id
         return self._launch(lambda iface, _workflow: iface.retry_run(iface.get_run(run_id), wait_seconds=0))
 
     @rx.event
-    @requires("RESOURCE", EXECUTE)
+    @requires_door(Door.cancel_run)
     def cancel_test_run(self):
         from state.editor import editor_interface
 
@@ -265,7 +257,7 @@ class EditorRunsMixin(rx.State, mixin=True):
         self.panel_tab = "trace"
 
     @rx.event
-    @requires("DATA", RUN_DATA)
+    @requires_door(Door.get_run)
     def refresh_run(self):
         """Read the run again (e.g. after its human task was completed elsewhere)."""
         if not self.run_id:
@@ -285,7 +277,7 @@ class EditorRunsMixin(rx.State, mixin=True):
         return None
 
     @rx.event(background=True)
-    @requires("DATA", RUN_DATA)
+    @requires_door(Door.get_run)
     async def watch_run(self):
         """Poll the run until it comes to rest, updating colours and trace as steps finish."""
         async with self:
@@ -324,7 +316,7 @@ class EditorRunsMixin(rx.State, mixin=True):
         self._show_selected()
 
     @rx.event
-    @requires("RESOURCE", "resource.feature.graphicalEditor.useAgent")
+    @requires_door(Door.prepare_agent_run)
     def ask_ai_about_error(self):
         """Put the failed step's log into the AI chat and ask what went wrong."""
         row = next((r for r in reversed(self.trace) if r["status"] == "failed"), None)

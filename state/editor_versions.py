@@ -24,10 +24,12 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 import reflex as rx
-from sqlmodel import Session, select
+from sqlmodel import Session
 
-from backend.db.models import User, Workflow, WorkflowVersion
-from backend.errors import DomainError, Forbidden, NotFound
+from backend.db.models import User, Workflow
+from backend.errors import DomainError, Forbidden
+from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
+from backend.features.graphical_editor.interface import VersionView
 from backend.scheduler.preview import (  # noqa: F401 - re-exported for the page and its tests
     NO_SCHEDULE,
     NOT_REGISTERED,
@@ -37,14 +39,10 @@ from backend.scheduler.preview import (  # noqa: F401 - re-exported for the page
     next_fire_time,
     schedule_text,
 )
-from backend.triggers.secrets import redact
 from state.auth import NotSignedIn
 from state.page import user_message
-from state.permissions import requires
+from state.permissions import requires, requires_door
 
-PUBLISH_RIGHT = "resource.feature.graphicalEditor.publish"
-VERSION_DATA = "data.feature.graphicalEditor.workflow_version"
-WORKFLOW_DATA = "data.feature.graphicalEditor.workflow"
 TIME_FORMAT = "%Y-%m-%d %H:%M UTC"
 ACTION_WORDS = {"publish": "Published", "unpublish": "Unpublished", "archive": "Archived", "restore": "Restored"}
 
@@ -65,19 +63,19 @@ def _stamp(moment: datetime | None) -> str:
     return moment.strftime(TIME_FORMAT) if moment else ""
 
 
-def version_row(version: WorkflowVersion, author: str) -> VersionRow:
+def version_row(version: VersionView, author: str) -> VersionRow:
     return VersionRow(id=version.id, number=version.version_number, status=version.status,
                       created=_stamp(version.sys_created_at), published=_stamp(version.published_at),
                       author=author)
 
 
-def version_rows(versions: Iterable[WorkflowVersion], usernames: dict[str, str]) -> list[VersionRow]:
-    """The rows of the versions list, newest first; `usernames` maps user ids to names."""
+def version_rows(versions: Iterable[VersionView]) -> list[VersionRow]:
+    """The rows of the versions list, newest first, each with its author's username."""
     ordered = sorted(versions, key=lambda v: v.version_number, reverse=True)
-    return [version_row(v, usernames.get(v.sys_created_by or "", "")) for v in ordered]
+    return [version_row(v, v.author) for v in ordered]
 
 
-def with_draft(rows: list[VersionRow], draft: WorkflowVersion, author: str) -> list[VersionRow]:
+def with_draft(rows: list[VersionRow], draft: VersionView, author: str) -> list[VersionRow]:
     """`rows` after the draft `draft` was saved: its row updated in place, or added on top when new."""
     for index, row in enumerate(rows):
         if row["id"] == draft.id:
@@ -86,24 +84,8 @@ def with_draft(rows: list[VersionRow], draft: WorkflowVersion, author: str) -> l
     return sorted([version_row(draft, author), *rows], key=lambda r: r["number"], reverse=True)
 
 
-def may_publish(iface: Any, workflow: Workflow) -> bool:
-    """Whether the user holds the publish right here (and may change the workflow)."""
-    try:
-        iface.require_resource("publish")
-    except Forbidden:
-        return False
-    return iface.can("workflow", "update", workflow)
-
-
 def _moment(text: str) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
-
-
-def usernames_of(session: Session, user_ids: Iterable[str | None]) -> dict[str, str]:
-    wanted = sorted({i for i in user_ids if i})
-    if not wanted:
-        return {}
-    return {u.id: u.username for u in session.exec(select(User).where(User.id.in_(wanted))).all()}
 
 
 # --- the mixin ------------------------------------------------------------------------------------
@@ -133,12 +115,12 @@ class EditorVersionsMixin(rx.State, mixin=True):
     def _load_versions(self, iface: Any, workflow: Workflow) -> None:
         """Fill the Versions tab from the database (inside the page's session)."""
         self.workflow_active = bool(workflow.active)
-        self.can_publish = may_publish(iface, workflow)
+        self.can_publish = iface.editor_rights(workflow).can_publish
         try:
-            versions = iface.list_versions(workflow)
+            versions = iface.list_versions(workflow, masked=True)
         except Forbidden:
             versions = []
-        self.versions = version_rows(versions, usernames_of(iface.session, (v.sys_created_by for v in versions)))
+        self.versions = version_rows(versions)
         published = next((v for v in versions if v.status == "published"), None)
         draft = next((v for v in versions if v.status == "draft"), None)
         self.has_draft, self.has_published = draft is not None, published is not None
@@ -154,7 +136,7 @@ class EditorVersionsMixin(rx.State, mixin=True):
             else:
                 self.viewing_status = row["status"]
 
-    def _note_draft_saved(self, version: WorkflowVersion) -> None:
+    def _note_draft_saved(self, version: VersionView) -> None:
         """After a draft save: show the draft row (new or updated) without asking the database."""
         self.versions = with_draft(list(self.versions), version, self.username)
         self.has_draft = True
@@ -190,25 +172,25 @@ class EditorVersionsMixin(rx.State, mixin=True):
     # --- version actions ------------------------------------------------------------------------
 
     @rx.event
-    @requires("RESOURCE", PUBLISH_RIGHT)
+    @requires_door(Door.change_version)
     def publish_draft(self):
         """Publish the draft (an invalid graph is refused with its problems); the old published one is archived."""
         return self._change_version("publish")
 
     @rx.event
-    @requires("RESOURCE", PUBLISH_RIGHT)
+    @requires_door(Door.change_version)
     def unpublish(self):
         """Take the published version back to draft (refused while another draft exists)."""
         return self._change_version("unpublish")
 
     @rx.event
-    @requires("RESOURCE", PUBLISH_RIGHT)
+    @requires_door(Door.change_version)
     def archive_published(self):
         """Archive the published version: the workflow then has none (its schedule stops)."""
         return self._change_version("archive")
 
     @rx.event
-    @requires("RESOURCE", PUBLISH_RIGHT)
+    @requires_door(Door.change_version)
     def restore_version(self, version_id: str):
         """Publish an archived version again (the published one, if any, is archived)."""
         return self._change_version("restore", version_id)
@@ -216,17 +198,15 @@ class EditorVersionsMixin(rx.State, mixin=True):
     # --- read-only view -------------------------------------------------------------------------
 
     @rx.event
-    @requires("DATA", VERSION_DATA)
+    @requires_door(Door.get_version)
     def open_version(self, version_id: str):
         """Show a version read-only on the canvas (webhook secrets masked)."""
         self.error = ""
         try:
             with self._user_session() as (session, user):
                 iface, workflow = self._editor_interface(session, user)
-                version = next((v for v in iface.list_versions(workflow) if v.id == version_id), None)
-                if version is None:
-                    raise NotFound(f"version {version_id} not found")
-                self._viewed_graph = redact(copy.deepcopy(version.graph))
+                version = iface.get_version(workflow, version_id, masked=True)
+                self._viewed_graph = copy.deepcopy(version.graph)
                 self._viewed_graph.setdefault("nodes", [])
                 self._viewed_graph.setdefault("edges", [])
                 self.viewing_version = str(version.version_number)
@@ -257,7 +237,7 @@ class EditorVersionsMixin(rx.State, mixin=True):
     # --- the active switch ----------------------------------------------------------------------
 
     @rx.event
-    @requires("DATA", WORKFLOW_DATA)
+    @requires_door(Door.update_workflow)
     def set_active(self, checked: bool):
         """Switch the workflow (in)active; the scheduler (un)registers its jobs by itself."""
         def work(session: Session, user: User) -> None:

@@ -7,15 +7,12 @@ from typing import TypedDict
 import reflex as rx
 
 from backend.errors import DomainError
-from backend.features.graphical_editor.interface import GraphicalEditorInterface, get_interface
-from backend.rbac.access import AccessContext
-from backend.workflows import service
+from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
+from backend.features.graphical_editor.interface import WorkflowSummary, editor_instances, get_interface
 from backend.workflows.graph_io import parse_import_named
 from state.auth import AuthState, NotSignedIn
 from state.page import PageMixin, RenameMixin, user_message
-from state.permissions import requires
-
-FEATURE_CODE = "graphicalEditor"
+from state.permissions import requires, requires_door
 
 
 class InstanceRow(TypedDict):
@@ -59,7 +56,7 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
             self._load_navigation(session, user)
-            instances = AccessContext(session, user).visible_instances(FEATURE_CODE)
+            instances = editor_instances(user, session)
             self.instances = [InstanceRow(id=i.id, label=i.label) for i in instances]
             if self.instance_id not in {i.id for i in instances}:
                 self.instance_id = instances[0].id if instances else ""
@@ -68,21 +65,10 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
             self.can_create = self.can_rename = self.can_delete = False
             if self.instance_id:
                 iface = get_interface(user, None, self.instance_id, session)
-                self.can_create = iface.can_see("workflows.create") and iface.can("workflow", "create")
-                self.can_rename = iface.can_see("workflows.rename")
-                self.can_delete = iface.can_see("workflows.delete")
-                workflows = iface.list_workflows()
-                numbers = service.version_numbers(session, workflows)
-                for workflow in workflows:
-                    self.workflows.append(
-                        WorkflowRow(
-                            id=workflow.id,
-                            name=workflow.name,
-                            description=workflow.description,
-                            status=_status_text(numbers[workflow.id]),
-                            modified=workflow.sys_modified_at.strftime("%Y-%m-%d %H:%M UTC"),
-                        )
-                    )
+                rights = iface.page_rights()
+                self.can_create, self.can_rename, self.can_delete = (rights.can_create, rights.can_rename,
+                                                                     rights.can_delete)
+                self.workflows = [_workflow_row(summary) for summary in iface.workflow_summaries()]
         self.loaded = True
 
     def _run(self, action, success: str = ""):
@@ -92,13 +78,13 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
         return event
 
     @rx.event
-    @requires("DATA", "data.feature.graphicalEditor.workflow")
+    @requires_door(Door.workflow_summaries, Door.page_rights)
     def load(self):
         """on_load: check the sign-in, then list the workflows."""
         return self._reload()
 
     @rx.event
-    @requires("DATA", "data.feature.graphicalEditor.workflow")
+    @requires_door(Door.workflow_summaries, Door.page_rights)
     def select_instance(self, instance_id: str):
         """Switch to another Graphical Editor instance."""
         self.instance_id = instance_id
@@ -110,7 +96,7 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
         self.new_name = value
 
     @rx.event
-    @requires("DATA", "data.feature.graphicalEditor.workflow")
+    @requires_door(Door.create_workflow)
     def create_workflow(self, form_data: dict):
         """Create a workflow with the typed name."""
         name = (form_data.get("name") or self.new_name or "").strip()
@@ -138,7 +124,7 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
         return rx.redirect(f"/editor/{created[0]}") if created else result
 
     @rx.event
-    @requires("DATA", "data.feature.graphicalEditor.workflow")
+    @requires_door(Door.list_templates)
     def open_templates(self):
         """Show the templates to start a workflow from."""
         try:
@@ -163,7 +149,7 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
         self.templates_open = False
 
     @rx.event
-    @requires("DATA", "data.feature.graphicalEditor.workflow")
+    @requires_door(Door.create_workflow)
     def create_from_template(self, template_id: str, template_name: str):
         """Create a workflow from a template (named after it, numbered when taken) and open it."""
         self.templates_open = False
@@ -172,7 +158,7 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
                                      success=f"Created '{name}'.")
 
     @rx.event
-    @requires("DATA", "data.feature.graphicalEditor.workflow")
+    @requires_door(Door.create_workflow)
     async def import_workflow(self, files: list[rx.UploadFile]):
         """Create a workflow from an exported JSON file; a malformed file creates nothing."""
         if not files:
@@ -189,12 +175,12 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
                                      success=f"Imported '{name}'.")
 
     @rx.event
-    @requires("DATA", "data.feature.graphicalEditor.workflow")
+    @requires_door(Door.update_workflow)
     def save_rename(self):
         """Rename the workflow being edited."""
         workflow_id, name = self.rename_id, self.rename_value
 
-        def rename(iface: GraphicalEditorInterface):
+        def rename(iface: Door):
             iface.update_workflow(iface.get_workflow(workflow_id), name=name)
 
         result = self._run(rename, success=f"Renamed to '{name.strip()}'.")
@@ -215,7 +201,7 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
         self.delete_name = ""
 
     @rx.event
-    @requires("DATA", "data.feature.graphicalEditor.workflow")
+    @requires_door(Door.delete_workflow)
     def confirm_delete(self):
         """Delete the workflow the dialog asked about."""
         workflow_id, name = self.delete_id, self.delete_name
@@ -226,6 +212,14 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
         )
 
 
-def _status_text(numbers: dict[str, int]) -> str:
-    parts = [f"{status} v{numbers[status]}" for status in ("published", "draft") if status in numbers]
+def _status_text(summary: WorkflowSummary) -> str:
+    numbers = {"published": summary.published_version, "draft": summary.draft_version}
+    parts = [f"{status} v{number}" for status, number in numbers.items() if number is not None]
     return " · ".join(parts) or "archived"
+
+
+def _workflow_row(summary: WorkflowSummary) -> WorkflowRow:
+    """A workflow as the page's table shows it."""
+    workflow = summary.workflow
+    return WorkflowRow(id=workflow.id, name=workflow.name, description=workflow.description,
+                       status=_status_text(summary), modified=workflow.sys_modified_at.strftime("%Y-%m-%d %H:%M UTC"))

@@ -100,10 +100,7 @@ def _save_draft(workflow_id: str, graph: dict):
         admin = session.exec(select(User).where(User.username == "admin")).one()
         workflow = session.get(Workflow, workflow_id)
         iface = get_interface(admin, None, workflow.feature_instance_id, session)
-        version = iface.save_draft(workflow, graph)
-        session.flush()
-        session.expunge(version)
-        return version
+        return iface.save_draft(workflow, graph)  # a VersionView, detached from the session
 
 
 @SQLITE

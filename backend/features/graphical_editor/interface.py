@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from backend.agent.service import AgentRequest
 
 __all__ = ["FEATURE_CODE", "EditorRights", "GraphicalEditorInterface", "PageRights", "VersionView",
-           "WorkflowSummary", "WorkflowView", "get_interface", "last_changed_workflow"]
+           "WorkflowSummary", "WorkflowView", "editor_instances", "get_interface", "interface_of_workflow",
+           "last_changed_workflow"]
 
 VERSION_ACTIONS = ("publish", "unpublish", "archive", "restore")
 
@@ -76,8 +77,16 @@ class WorkflowView:
     draft_version: int | None
     published_version: int | None
     graph: dict[str, Any]
-    edited_version_id: str | None
-    edited_lock_version: int | None
+    edited: VersionView | None
+
+    @property
+    def edited_version_id(self) -> str | None:
+        """The id of the version whose graph this is (the base of the next draft save)."""
+        return self.edited.id if self.edited is not None else None
+
+    @property
+    def edited_lock_version(self) -> int | None:
+        return self.edited.lock_version if self.edited is not None else None
 
 
 @dataclass(frozen=True)
@@ -233,12 +242,24 @@ class GraphicalEditorInterface(Door):
         """`workflow` with the graph a person edits (draft, else published, else a lone trigger)."""
         numbers = service.version_numbers(self.session, [workflow])[workflow.id]
         version = service.edited_version(self.session, workflow)
-        graph = version.graph if version is not None else default_graph()
+        edited = self._version_view(workflow, version, masked=masked) if version is not None else None
         return WorkflowView(workflow=workflow, draft_version=numbers.get("draft"),
                             published_version=numbers.get("published"),
-                            graph=self._shown(workflow, graph, masked),
-                            edited_version_id=version.id if version is not None else None,
-                            edited_lock_version=version.lock_version if version is not None else None)
+                            graph=edited.graph if edited is not None else default_graph(), edited=edited)
+
+    @guarded(DATA, WORKFLOW_DATA, "read")
+    def last_outputs(self, workflow: Workflow) -> dict[str, Any]:
+        """Node id → its newest output in the caller's newest readable run of `workflow` ({} before
+        any), for the `{{ }}` suggestions of the parameter panel."""
+        query = select(WorkflowRun.id).where(WorkflowRun.workflow_id == workflow.id)
+        query = self.access.visible(query, WorkflowRun, RUN_DATA, self.instance.mandate_id, self.instance.id)
+        run_id = self.session.exec(query.order_by(WorkflowRun.started_at.desc(), WorkflowRun.id.desc())).first()
+        if run_id is None:
+            return {}
+        steps = self.session.exec(
+            select(RunStepLog.node_id, RunStepLog.output).where(RunStepLog.run_id == run_id)
+            .order_by(RunStepLog.started_at, RunStepLog.attempt, RunStepLog.id)).all()
+        return {node_id: output for node_id, output in steps if output is not None}
 
     @guarded(DATA, WORKFLOW_DATA, "create")
     def create_workflow(self, name: Any, description: str = "", graph: Any = None,
@@ -498,12 +519,18 @@ def interface_of_workflow(user: User, workflow_id: str, session: Session) -> tup
     return iface, iface.get_workflow(workflow_id)
 
 
+def editor_instances(user: User, session: Session) -> list[FeatureInstance]:
+    """The Graphical Editor instances the user may open."""
+    return AccessContext(session, user).visible_instances(FEATURE_CODE)
+
+
 def last_changed_workflow(user: User, session: Session) -> Workflow | None:
     """The workflow changed last among those the user may read in any instance they may open."""
     newest = None
-    for instance in AccessContext(session, user).visible_instances(FEATURE_CODE):
+    access = AccessContext(session, user)
+    for instance in access.visible_instances(FEATURE_CODE):
         try:
-            workflows = GraphicalEditorInterface(AccessContext(session, user), instance).list_workflows()
+            workflows = GraphicalEditorInterface(access, instance).list_workflows()
         except DomainError:
             continue
         for workflow in workflows:
