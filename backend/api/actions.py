@@ -40,4 +40,6 @@ def run_action(
     if not context.access.resolve(RESOURCE, ANY_TOOLBOX, instance.mandate_id, instance.id).allowed:
         raise Forbidden("your roles in this instance do not allow running actions")
     result = execute_action(body.action, body.parameters, context)
-    return JSONResponse(result.as_dict(), status_code=STATUS.get(result.error_kind or "", 200))
+    status = STATUS.get(result.error_kind or "", 200)
+    answer = result.as_dict() if status == 200 else {"detail": result.error or result.error_kind, **result.as_dict()}
+    return JSONResponse(answer, status_code=status)

@@ -16,6 +16,7 @@ from backend.api.core import router as core_router
 from backend.api.input_guard import InputGuard
 from backend.api.monitor import router as monitor_router
 from backend.api.notifications import router as notifications_router
+from backend.api.openapi import install as document_errors
 from backend.api.sso import router as sso_router
 from backend.api.tasks import router as tasks_router
 from backend.api.triggers import router as triggers_router
@@ -77,4 +78,5 @@ def create_api() -> FastAPI:
     for feature in get_features().values():
         if feature.router is not None:
             api.include_router(feature.router, prefix=f"/api/{feature.code}")
+    document_errors(api)
     return api

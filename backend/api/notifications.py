@@ -23,7 +23,7 @@ NotificationId = Annotated[str, Path(alias="notificationId")]
 @router.get("", response_model=list[NotificationOut], **permission("authenticated"))
 def list_notifications(user: CurrentUser, session: DbSession,
                        unread: Annotated[bool, Query(description="only the unread ones")] = False,
-                       limit: Annotated[int, Query(description=f"at most {service.LIST_LIMIT_MAX}")] = 50,
+                       limit: Annotated[int, Query(ge=1, le=service.LIST_LIMIT_MAX)] = 50,
                        ) -> list[NotificationOut]:
     """The caller's notifications, newest first."""
     return [NotificationOut.model_validate(n) for n in service.list_notifications(session, user, unread, limit)]

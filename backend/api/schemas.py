@@ -19,7 +19,8 @@ class StrictCamelModel(CamelModel):
     """A request body that refuses unknown fields instead of ignoring them."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, from_attributes=True, extra="forbid"
+        alias_generator=to_camel, populate_by_name=True, from_attributes=True, extra="forbid",
+        strict=True,  # 0 is not false, "1" is not 1: what the document says is what is accepted
     )
 
 

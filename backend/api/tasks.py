@@ -7,7 +7,7 @@ resting state (synchronously, as starting a run does); a task someone else compl
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 
@@ -24,7 +24,7 @@ TaskId = Annotated[str, Path(alias="taskId")]
 
 @router.get("", response_model=list[TaskOut], **declared_by(tasks.Inbox.completable))
 def list_tasks(user: CurrentUser, session: DbSession,
-               status: Annotated[str | None, Query()] = None) -> list[TaskOut]:
+               status: Annotated[Literal[tasks.STATUSES] | None, Query()] = None) -> list[TaskOut]:
     """Tasks the caller may complete (as assignee, role holder, or for unassigned tasks with the
     right to update tasks), in every Graphical Editor instance they may open."""
     return [TaskOut.model_validate(t) for t in tasks.Inbox(AccessContext(session, user)).completable(status)]
