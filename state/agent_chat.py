@@ -19,19 +19,18 @@ import reflex as rx
 
 from backend.agent import service as agent_service
 from backend.agent.runner import AgentEvent
-from backend.agent.service import AgentRequest
+from backend.agent.service import AgentChats, AgentRequest
 from backend.errors import DomainError
 from backend.rbac.access import AccessContext
 from backend.statemachines import ConcurrentTransition, IllegalTransition
 from state.auth import NotSignedIn
 from state.chat_items import ChatItem, apply_event, item
 from state.page import user_message
-from state.permissions import requires
+from state.permissions import requires_door
 
-# The agent's right is checked server-side by agent_service.prepare_run for the instance's
-# feature (resource.feature.<code>.useAgent); the declaration names the generic item.
-USE_AGENT = "resource.feature.*.useAgent"
-CHAT_DATA = "data.feature.*.chat"
+# The agent's right is checked server-side by the door (AgentChats.prepare_run, or the page's
+# own door that calls it) for the instance's feature; the declarations name the pattern
+# resource.feature.{featureCode}.useAgent / data.feature.{featureCode}.chat.
 NO_PROVIDER = ("No AI provider is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint) "
                "or POWERON_AI_PROVIDERS on the server.")
 STREAMING = "An answer is still streaming: wait for it or stop it before sending the next prompt."
@@ -156,7 +155,7 @@ class AgentChatMixin(rx.State, mixin=True):
         self.chat_id, self.chat_title, self.messages = "", "", []
 
     @rx.event
-    @requires("RESOURCE", USE_AGENT)
+    @requires_door(AgentChats.prepare_run)
     def send(self, form_data: dict):
         """The chat bar's submit: show the prompt, then stream the answer in the background."""
         prompt = str(form_data.get("prompt") or "")
@@ -179,7 +178,7 @@ class AgentChatMixin(rx.State, mixin=True):
         return [rx.set_value("chat-input", ""), type(self).stream_answer]
 
     @rx.event
-    @requires("RESOURCE", USE_AGENT)
+    @requires_door(AgentChats.prepare_run)
     def retry(self):
         """Send the chat's last prompt again (after an error shown in place)."""
         last = last_prompt(self.messages)
@@ -188,7 +187,7 @@ class AgentChatMixin(rx.State, mixin=True):
         return type(self).send({"prompt": last})
 
     @rx.event(background=True)
-    @requires("RESOURCE", USE_AGENT)
+    @requires_door(AgentChats.prepare_run)
     async def stream_answer(self):
         """Run the agent on the pending prompt and stream its events into the chat."""
         async with self:
@@ -236,7 +235,7 @@ class AgentChatMixin(rx.State, mixin=True):
                 self._on_agent_finished()
 
     @rx.event
-    @requires("DATA", CHAT_DATA)
+    @requires_door(AgentChats.cancel_run)
     def stop(self):
         """Cancel the streaming run (the runner stops before its next step) and stop reading it."""
         if not self.streaming:
@@ -246,7 +245,7 @@ class AgentChatMixin(rx.State, mixin=True):
         if run_id:
             try:
                 with self._user_session() as (session, user):
-                    agent_service.cancel_run(AccessContext(session, user), self.instance_id, run_id)
+                    AgentChats.of(AccessContext(session, user), self.instance_id).cancel_run(run_id)
             except NotSignedIn:
                 return self._signed_out()
             except (DomainError, ConcurrentTransition, IllegalTransition) as exc:

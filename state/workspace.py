@@ -1,9 +1,9 @@
 """State of the Workspace page: the user's Workspace instance, its chats and the agent's stream.
 
-The agent service (backend/agent/service.py) checks every right server-side; this state only
-mirrors them so the page hides what the user may not do. Sending, streaming (in a background
-event handler), retrying and stopping are state.agent_chat.AgentChatMixin's, shared with the
-Graphical Editor's chat sidebar.
+The Workspace's door (backend/features/workspace/interface.py) checks every right server-side
+and hands over the rows with what the user may do to them; this state only shows them.
+Sending, streaming (in a background event handler), retrying and stopping are
+state.agent_chat.AgentChatMixin's, shared with the Graphical Editor's chat sidebar.
 """
 
 from __future__ import annotations
@@ -13,23 +13,18 @@ from typing import TypedDict
 import reflex as rx
 
 from backend import auth
-from backend.agent import service as agent_service
 from backend.agent.service import AgentRequest
 from backend.config import get_settings
 from backend.db import session_scope
-from backend.db.models import FeatureInstance
 from backend.errors import DomainError
-from backend.rbac.access import AccessContext
-from backend.rbac.rights import RESOURCE, Level
+from backend.features.workspace.interface import WorkspaceInterface, get_interface, preferred_interface
 from state.agent_chat import AgentChatMixin
-from state.auth import WORKSPACE, AuthState, NotSignedIn
+from state.auth import AuthState, NotSignedIn
 from state.chat_items import ChatItem, items_of_run
 from state.page import PageMixin, RenameMixin, user_message
-from state.permissions import requires
+from state.permissions import requires, requires_door
 from state.workspace_files import FilesMixin, attachment_appendix
 
-USE_AGENT = "resource.feature.workspace.useAgent"
-CHAT_DATA = "data.feature.workspace.chat"
 NO_USE_AGENT = "Your roles let you read the chats here but not talk to the agent (useAgent is not granted)."
 FOREIGN_CHAT = "This chat belongs to another user: you can read it but not continue it."
 
@@ -47,7 +42,7 @@ def _prepare(token: str, instance_id: str, prompt: str, chat_id: str) -> AgentRe
         user = auth.user_for_token(session, token)
         if user is None:
             raise NotSignedIn()
-        return agent_service.prepare_run(AccessContext(session, user), instance_id, prompt, chat_id or None)
+        return get_interface(user, None, instance_id, session).prepare_run(prompt, chat_id or None)
 
 
 class WorkspaceState(AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthState):
@@ -70,64 +65,52 @@ class WorkspaceState(AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthSta
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
             self._load_navigation(session, user)
-            access = AccessContext(session, user)
-            instances = access.visible_instances(WORKSPACE)
-            instance = next((i for i in instances if i.id == self.instance_id), instances[0] if instances else None)
-            self.instance_id = instance.id if instance else ""
-            self.instance_label = instance.label if instance else ""
+            iface = preferred_interface(session, user, self.instance_id)
+            self.instance_id = iface.instance.id if iface else ""
+            self.instance_label = iface.instance.label if iface else ""
             self.provider_configured = bool(get_settings().ai_providers)
             self.chats = []
             self.can_use_agent = False
-            if instance is None:
+            if iface is None:
                 self.chat_id, self.messages = "", []
             else:
-                self.can_use_agent = access.resolve(RESOURCE, USE_AGENT, instance.mandate_id, instance.id).allowed
-                self._load_chats(access, instance)
+                self.can_use_agent = iface.can_use_agent()
+                self._load_chats(iface)
                 if self.chat_id and self.chat_id not in {c["id"] for c in self.chats}:
                     self.chat_id, self.chat_title, self.messages, self.chat_is_mine = "", "", [], True
         if self.udb_tab == "files":
             self._refresh_files()
         self.loaded = True
 
-    def _load_chats(self, access: AccessContext, instance: FeatureInstance) -> None:
+    def _load_chats(self, iface: WorkspaceInterface) -> None:
         try:
-            chats = agent_service.list_chats(access, instance.id)
+            chats = iface.chat_rows()
         except DomainError:  # no read right on chats: the page shows none
             chats = []
-        update = access.data_level(CHAT_DATA, "update", instance.mandate_id, instance.id)
-        delete = access.data_level(CHAT_DATA, "delete", instance.mandate_id, instance.id)
-
-        def allowed(level: Level, mine: bool) -> bool:
-            return level == Level.ALL or (level == Level.OWN and mine)
-
         self.chats = [
             ChatRow(id=c.id, title=c.title or "(untitled)", modified=c.sys_modified_at.strftime("%Y-%m-%d %H:%M"),
-                    may_rename=allowed(update, c.sys_created_by == access.user.id),
-                    may_delete=allowed(delete, c.sys_created_by == access.user.id))
+                    may_rename=c.can_rename, may_delete=c.can_delete)
             for c in chats
         ]
 
     def _load_history(self, chat_id: str) -> None:
         with self._user_session() as (session, user):
-            access = AccessContext(session, user)
-            instance = access.require_instance(self.instance_id)
-            chat = agent_service.get_chat(access, instance, chat_id)
-            runs = list(reversed(agent_service.list_runs(access, self.instance_id, chat_id)))
+            history = get_interface(user, None, self.instance_id, session).chat_history(chat_id)
             messages: list[ChatItem] = []
-            for run in runs:
-                messages += items_of_run(run, agent_service.run_steps(access, run))
-            self.chat_id, self.chat_title = chat.id, chat.title
-            self.chat_is_mine = chat.sys_created_by == user.id
+            for run, steps in history.runs:
+                messages += items_of_run(run, steps)
+            self.chat_id, self.chat_title = history.chat.id, history.chat.title
+            self.chat_is_mine = history.mine
             self.messages = messages
 
     @rx.event
-    @requires("DATA", CHAT_DATA)
+    @requires_door(WorkspaceInterface.chat_rows)
     def load(self):
         """on_load: check the sign-in, then the instance, its chats and the open chat."""
         return self._reload()
 
     @rx.event
-    @requires("DATA", CHAT_DATA)
+    @requires_door(WorkspaceInterface.chat_history)
     def open_chat(self, chat_id: str):
         """Show a chat with its history; sending continues it."""
         if self.streaming:
@@ -168,8 +151,7 @@ class WorkspaceState(AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthSta
     def _reload_chats(self) -> None:
         try:
             with self._user_session() as (session, user):
-                access = AccessContext(session, user)
-                self._load_chats(access, access.require_instance(self.instance_id))
+                self._load_chats(get_interface(user, None, self.instance_id, session))
         except (NotSignedIn, DomainError):
             pass
 
@@ -177,13 +159,12 @@ class WorkspaceState(AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthSta
 
 
     @rx.event
-    @requires("DATA", CHAT_DATA)
+    @requires_door(WorkspaceInterface.rename_chat)
     def save_rename(self):
         """Give the chat being edited its new title."""
         chat_id, title = self.rename_id, self.rename_value
         ok, event = self._attempt(
-            lambda session, user: agent_service.rename_chat(AccessContext(session, user), self.instance_id,
-                                                            chat_id, title),
+            lambda session, user: get_interface(user, None, self.instance_id, session).rename_chat(chat_id, title),
             success=f"Renamed to '{title.strip()}'.")
         if ok:
             self.rename_id = ""
@@ -202,7 +183,7 @@ class WorkspaceState(AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthSta
         self.delete_id, self.delete_title = "", ""
 
     @rx.event
-    @requires("DATA", CHAT_DATA)
+    @requires_door(WorkspaceInterface.delete_chat)
     def confirm_delete(self):
         """Delete the chat the dialog asked about, with its runs and traces."""
         chat_id, title = self.delete_id, self.delete_title
@@ -211,7 +192,7 @@ class WorkspaceState(AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthSta
             self.error = "This chat's answer is still streaming: stop it first."
             return None
         ok, event = self._attempt(
-            lambda session, user: agent_service.delete_chat(AccessContext(session, user), self.instance_id, chat_id),
+            lambda session, user: get_interface(user, None, self.instance_id, session).delete_chat(chat_id),
             success=f"Deleted '{title}'.")
         if ok and chat_id == self.chat_id:
             self.chat_id, self.chat_title, self.messages, self.chat_is_mine = "", "", [], True

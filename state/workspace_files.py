@@ -1,10 +1,11 @@
 """The Files tab of the Workspace's UDB panel: the instance's file store, and the attachments.
 
-Mixed into WorkspaceState. Every call goes through backend.files.service inside one
-`session_scope()` (via `_user_session`), which applies the DATA rights on
-`data.feature.workspace.file`; the flags here only hide what the user may not do. The state
-holds what the panel shows: the open folder, its folders and files, one preview, the search
-hits and the paths of the attached files.
+Mixed into WorkspaceState (and the Editor's EditorFilesMixin). Every call goes through the
+file store's door (backend.files.service.FileStore) of the host's instance inside one
+`session_scope()` (via `_user_session`), which applies the DATA rights on the instance's
+file data object; the flags it returns only hide what the user may not do. The state holds
+what the panel shows: the open folder, its folders and files, one preview, the search hits and
+the paths of the attached files.
 """
 
 from __future__ import annotations
@@ -18,14 +19,12 @@ import reflex as rx
 
 from backend.errors import DomainError
 from backend.files import service as files
-from backend.files.service import FileScope
+from backend.files.service import FileStore
 from backend.rbac.access import AccessContext
-from backend.rbac.rights import Level
 from state.auth import NotSignedIn
 from state.page import user_message
-from state.permissions import requires
+from state.permissions import requires, requires_door
 
-FILE_DATA = "data.feature.workspace.file"
 PREVIEW_CHARS = 3_000
 IMAGE_PREVIEW_BYTES = 5 * 1024 * 1024
 ATTACHED_HEADER = "Attached files (read them with core_readFile): "
@@ -101,14 +100,13 @@ class FilesMixin(rx.State, mixin=True):
 
     # --- helpers ---------------------------------------------------------------------------------
 
-    def _with_scope(self, work: Callable[[FileScope, AccessContext], Any]) -> Any:
-        """Run `work(scope, access)` in one transaction; NotSignedIn and DomainError pass through."""
+    def _with_scope(self, work: Callable[[FileStore], Any]) -> Any:
+        """Run `work(store)` on the host instance's file store in one transaction; NotSignedIn
+        and DomainError pass through."""
         with self._user_session() as (session, user):
-            access = AccessContext(session, user)
-            instance = access.require_instance(self.instance_id)
-            return work(FileScope(session, user, instance.mandate_id, instance.id, access), access)
+            return work(FileStore.of(AccessContext(session, user), self.instance_id))
 
-    def _files_attempt(self, work: Callable[[FileScope, AccessContext], Any], success: str = "") -> bool:
+    def _files_attempt(self, work: Callable[[FileStore], Any], success: str = "") -> bool:
         self.files_error = self.files_notice = ""
         try:
             self._with_scope(work)
@@ -121,37 +119,21 @@ class FilesMixin(rx.State, mixin=True):
         self.files_notice = success
         return True
 
-    def _load_folder(self, scope: FileScope, access: AccessContext) -> None:
-        instance = access.require_instance(scope.feature_instance_id)
-
-        def level(operation: str) -> Level:
-            # the instance's own file data object (the service checks the same one): the
-            # Workspace's data.feature.workspace.file, the Editor's data.feature.graphicalEditor.file
-            return access.data_level(f"data.feature.{instance.feature_code}.file", operation,
-                                     instance.mandate_id, instance.id)
-
+    def _load_folder(self, store: FileStore) -> None:
+        """The open folder as the door lists it (the root when it went away), and the flags."""
         limit = files.get_limits().max_file_bytes
         self.file_max_bytes, self.file_limit = limit, files.human_size(limit)
-        self.can_upload = level("create") != Level.NONE
-        self.can_read_files = level("read") != Level.NONE
+        self.can_upload = store.may_call(FileStore.store_file)
+        self.can_read_files = store.may_call(FileStore.folder_view)
         if not self.can_read_files:
             self.folders, self.files = [], []
             return
-        try:
-            folders = files.list_folders(scope, self.folder)
-            entries = files.list_files(scope, self.folder)
-        except DomainError:  # the folder went away: back to the root
-            self.folder = "/"
-            folders, entries = files.list_folders(scope, "/"), files.list_files(scope, "/")
-        update, delete = level("update"), level("delete")
-
-        def allowed(granted: Level, creator: str | None) -> bool:
-            return granted == Level.ALL or (granted == Level.OWN and creator == scope.user.id)
-
-        self.folders = [FolderRow(name=f.name, path=f.path) for f in folders]
-        self.files = [FileRow(name=e.name, path=e.path, mime=e.mime_type, size=files.human_size(e.size_bytes),
-                              may_rename=allowed(update, e.sys_created_by),
-                              may_delete=allowed(delete, e.sys_created_by)) for e in entries]
+        view = store.folder_view(self.folder)
+        self.folder = view.folder
+        self.folders = [FolderRow(name=f.name, path=f.path) for f in view.folders]
+        self.files = [FileRow(name=r.entry.name, path=r.entry.path, mime=r.entry.mime_type,
+                              size=files.human_size(r.entry.size_bytes), may_rename=r.can_rename,
+                              may_delete=r.can_delete) for r in view.files]
 
     def _refresh_files(self) -> None:
         if not self.instance_id:
@@ -167,7 +149,7 @@ class FilesMixin(rx.State, mixin=True):
     # --- tabs and folders ------------------------------------------------------------------------
 
     @rx.event
-    @requires("DATA", FILE_DATA)
+    @requires_door(FileStore.folder_view)
     def set_udb_tab(self, tab: str):
         """Switch the UDB tab; the Files tab loads the open folder."""
         self.udb_tab = tab
@@ -175,14 +157,14 @@ class FilesMixin(rx.State, mixin=True):
             self._refresh_files()
 
     @rx.event
-    @requires("DATA", FILE_DATA)
+    @requires_door(FileStore.folder_view)
     def open_folder(self, path: str):
         self.folder = path or "/"
         self.files_error = self.files_notice = ""
         self._refresh_files()
 
     @rx.event
-    @requires("DATA", FILE_DATA)
+    @requires_door(FileStore.folder_view)
     def folder_up(self):
         parts = [p for p in self.folder.split("/") if p]
         self.folder = "/" + "/".join(parts[:-1])
@@ -210,7 +192,7 @@ class FilesMixin(rx.State, mixin=True):
             limit_message("", self.file_max_bytes)
 
     @rx.event
-    @requires("DATA", FILE_DATA)
+    @requires_door(FileStore.store_file)
     async def handle_upload(self, uploads: list[rx.UploadFile]):
         """Store the uploaded files in the open folder; the service checks rights and sizes."""
         if not uploads:  # the drop zone calls this with no files when it refused them all
@@ -227,8 +209,8 @@ class FilesMixin(rx.State, mixin=True):
             content_type = upload.headers.get("content-type") if upload.headers else None
             path = self.folder.rstrip("/") + "/" + name
 
-            def store(scope: FileScope, _access: AccessContext, path=path, data=data, content_type=content_type):
-                files.store_file(scope, path, data, content_type)
+            def store(door: FileStore, path=path, data=data, content_type=content_type):
+                door.store_file(path, data, content_type)
 
             try:
                 self._with_scope(store)
@@ -248,12 +230,12 @@ class FilesMixin(rx.State, mixin=True):
     # --- preview ---------------------------------------------------------------------------------
 
     @rx.event
-    @requires("DATA", FILE_DATA)
+    @requires_door(FileStore.find_file, FileStore.read_bytes)
     def preview_file(self, path: str):
         """Show the start of a text, a PDF's page count and text, or an image."""
 
-        def load(scope: FileScope, _access: AccessContext) -> None:
-            entry = files.find_file(scope, path)
+        def load(store: FileStore) -> None:
+            entry = store.find_file(path)
             mime = entry.mime_type
             self.preview_path, self.preview_mime = entry.path, mime
             self.preview_text = self.preview_note = self.preview_src = ""
@@ -262,29 +244,29 @@ class FilesMixin(rx.State, mixin=True):
                     self.preview_kind = "none"
                     self.preview_note = f"The image is {files.human_size(entry.size_bytes)}: too large to preview."
                     return
-                _, data = files.read_bytes(scope, file_id=entry.id)
+                _, data = store.read_bytes(file_id=entry.id)
                 self.preview_kind = "image"
                 self.preview_src = f"data:{mime};base64,{base64.b64encode(data).decode()}"
             elif mime == "application/pdf":
-                _, data = files.read_bytes(scope, file_id=entry.id)
+                _, data = store.read_bytes(file_id=entry.id)
                 pages = _pdf_pages(data)
                 self.preview_kind = "pdf"
                 self.preview_note = (f"PDF, {pages} page{'s' if pages != 1 else ''}" if pages is not None
                                      else "PDF (its pages could not be counted)")
-                self._preview_text(scope, entry)
+                self._preview_text(store, entry)
             elif entry.has_text:
                 self.preview_kind = "text"
-                self._preview_text(scope, entry)
+                self._preview_text(store, entry)
             else:
                 self.preview_kind = "none"
                 self.preview_note = f"No preview for {mime}."
 
         self._files_attempt(load)
 
-    def _preview_text(self, scope: FileScope, entry: files.FileEntry) -> None:
+    def _preview_text(self, store: FileStore, entry: files.FileEntry) -> None:
         if not entry.has_text:
             return
-        piece = files.read_text(scope, entry.path, 0, PREVIEW_CHARS)
+        piece = store.read_text(entry.path, 0, PREVIEW_CHARS)
         self.preview_text = piece.text
         if piece.truncated:
             self.preview_note = (self.preview_note + " · " if self.preview_note else "") + \
@@ -313,13 +295,13 @@ class FilesMixin(rx.State, mixin=True):
         self.file_rename_path = self.file_rename_value = ""
 
     @rx.event
-    @requires("DATA", FILE_DATA)
+    @requires_door(FileStore.rename_file)
     def save_file_rename(self):
         path, name = self.file_rename_path, self.file_rename_value.strip()
         renamed: list[str] = []
 
-        def rename(scope: FileScope, _access: AccessContext) -> None:
-            renamed.append(files.rename_file(scope, path, name).path)
+        def rename(store: FileStore) -> None:
+            renamed.append(store.rename_file(path, name).path)
 
         if self._files_attempt(rename, f"Renamed to '{name}'."):
             self.file_rename_path = ""
@@ -337,10 +319,10 @@ class FilesMixin(rx.State, mixin=True):
         self.file_delete_path = ""
 
     @rx.event
-    @requires("DATA", FILE_DATA)
+    @requires_door(FileStore.delete_file)
     def confirm_file_delete(self):
         path, self.file_delete_path = self.file_delete_path, ""
-        if self._files_attempt(lambda scope, _access: files.delete_file(scope, path), f"Deleted {path}."):
+        if self._files_attempt(lambda store: store.delete_file(path), f"Deleted {path}."):
             self.attachments = [p for p in self.attachments if p != path]
             if self.preview_path == path:
                 self.preview_path = ""
@@ -349,7 +331,7 @@ class FilesMixin(rx.State, mixin=True):
     # --- search ----------------------------------------------------------------------------------
 
     @rx.event
-    @requires("DATA", FILE_DATA)
+    @requires_door(FileStore.search_files)
     def search_files(self, form_data: dict):
         """Full-text search over the instance's files (every word must occur)."""
         query = str(form_data.get("query") or "").strip()
@@ -358,9 +340,9 @@ class FilesMixin(rx.State, mixin=True):
             self.search_hits, self.searched = [], False
             return
 
-        def search(scope: FileScope, _access: AccessContext) -> None:
+        def search(store: FileStore) -> None:
             self.search_hits = [HitRow(name=h.file.name, path=h.file.path, snippet=h.snippet)
-                                for h in files.search_files(scope, query, 20)]
+                                for h in store.search_files(query, 20)]
 
         self.searched = self._files_attempt(search)
 

@@ -1,8 +1,9 @@
 """REST routes of one Workspace instance: {base} = /api/workspace/{instanceId}.
 
 Mounted automatically under /api/workspace by the feature registry. The file store routes
-upload, list, search, download and delete the instance's files through backend.files.service,
-which applies the caller's DATA rights on `data.feature.workspace.file`.
+upload, list, search, download and delete the instance's files through the Workspace's door
+(backend/features/workspace/interface.py), whose methods declare and enforce the rights; the
+routes carry those declarations (declared_by) and only translate.
 """
 
 from __future__ import annotations
@@ -15,17 +16,13 @@ from fastapi import APIRouter, Depends, File, Form, HTTPException, Path, Query, 
 
 from backend.api.agent import add_agent_routes
 from backend.api.deps import CurrentUser, DbSession
-from backend.api.permissions import permission
+from backend.api.permissions import declared_by
 from backend.api.schemas import CamelModel
-from backend.errors import FieldError, InvalidInput
-from backend.files import service
-from backend.files.service import FileScope, FileTooLarge
-from backend.rbac.access import AccessContext
+from backend.features.workspace.interface import WorkspaceInterface, get_interface
+from backend.features.workspace.main import FEATURE_CODE
+from backend.files.service import FileTooLarge
 
 router = APIRouter(prefix="/{instanceId}", tags=["workspace"])
-
-FEATURE_CODE = "workspace"
-FILE = "data.feature.workspace.file"
 
 
 class FileOut(CamelModel):
@@ -48,16 +45,14 @@ class SearchHitOut(CamelModel):
     snippet: str
 
 
-def file_scope(
+def workspace(
     instance_id: Annotated[str, Path(alias="instanceId")], user: CurrentUser, session: DbSession
-) -> FileScope:
-    """The caller's scope in the instance; 404 when they may not open it (or it is no Workspace)."""
-    access = AccessContext(session, user)
-    instance = access.require_instance(instance_id, FEATURE_CODE)
-    return FileScope(session, user, instance.mandate_id, instance.id, access)
+) -> WorkspaceInterface:
+    """The caller's door to the instance; 404 when they may not open it (or it is no Workspace)."""
+    return get_interface(user, None, instance_id, session)
 
 
-Scope = Annotated[FileScope, Depends(file_scope)]
+Workspace = Annotated[WorkspaceInterface, Depends(workspace)]
 FileId = Annotated[str, Path(alias="fileId")]
 
 
@@ -65,58 +60,47 @@ def _too_large(exc: FileTooLarge) -> HTTPException:
     return HTTPException(status_code=413, detail=str(exc))
 
 
-@router.post("/files", status_code=201, response_model=FileOut, **permission("DATA", FILE, "create"))
+@router.post("/files", status_code=201, response_model=FileOut, **declared_by(WorkspaceInterface.upload_file))
 def upload_file(
-    scope: Scope,
+    iface: Workspace,
     file: Annotated[UploadFile | None, File(description="The file (multipart/form-data)")] = None,
     folder: Annotated[str, Form(description="Folder to store it in; missing folders are created")] = "/",
     name: Annotated[str | None, Form(description="File name (default: the uploaded file's name)")] = None,
     overwrite: Annotated[bool, Form(description="Replace a file of the same name")] = False,
 ) -> FileOut:
     """Upload a file; its text (text, PDF, DOCX) becomes searchable at once."""
-    service.require_right(scope, "create")
-    if file is None:
-        raise InvalidInput([FieldError("file", "send the file as multipart/form-data field 'file'")])
-    filename = name if name is not None else (file.filename or "").replace("\\", "/").rsplit("/", 1)[-1]
-    service.validate_name(filename, "name")
-    path = "/".join([*service.split_path(folder, "folder"), filename])
     try:
-        if file.size is not None:
-            service.check_file_size(file.size)
-        data = file.file.read(service.get_limits().max_file_bytes + 1)
-        entry = service.store_file(scope, path, data, file.content_type, overwrite=overwrite)
+        entry = iface.upload_file(file.file if file else None, file.filename if file else None, folder, name,
+                                  file.size if file else None, file.content_type if file else None, overwrite)
     except FileTooLarge as exc:
         raise _too_large(exc) from None
     return FileOut.model_validate(entry)
 
 
-@router.get("/files", response_model=list[FileOut], **permission("DATA", FILE, "read"))
+@router.get("/files", response_model=list[FileOut], **declared_by(WorkspaceInterface.list_files))
 def list_files(
-    scope: Scope,
+    iface: Workspace,
     folder: Annotated[str, Query(description="Folder path; / is the root")] = "/",
     recursive: Annotated[bool, Query(description="Include the files of all subfolders")] = False,
 ) -> list[FileOut]:
-    return [FileOut.model_validate(e) for e in service.list_files(scope, folder, recursive)]
+    return [FileOut.model_validate(e) for e in iface.list_files(folder, recursive)]
 
 
-@router.get("/files/search", response_model=list[SearchHitOut], **permission("DATA", FILE, "read"))
+@router.get("/files/search", response_model=list[SearchHitOut], **declared_by(WorkspaceInterface.search_files))
 def search_files(
-    scope: Scope,
+    iface: Workspace,
     q: Annotated[str, Query(description="Words to find in the files' text (no words: no hits)")] = "",
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     folder: Annotated[str | None, Query(description="Only this folder and its subfolders")] = None,
 ) -> list[SearchHitOut]:
     """Full-text search over the instance's files: file, folder path and a snippet per hit."""
-    service.require_right(scope, "read")
-    if not any(c.isalnum() for c in q):
-        return []
     return [SearchHitOut(file=FileOut.model_validate(h.file), folder_path=h.folder_path, snippet=h.snippet)
-            for h in service.search_files(scope, q, limit, folder)]
+            for h in iface.search_files(q, limit, folder)]
 
 
-@router.get("/files/{fileId}", response_model=FileOut, **permission("DATA", FILE, "read"))
-def get_file(file_id: FileId, scope: Scope) -> FileOut:
-    return FileOut.model_validate(service.get_file(scope, file_id))
+@router.get("/files/{fileId}", response_model=FileOut, **declared_by(WorkspaceInterface.get_file))
+def get_file(file_id: FileId, iface: Workspace) -> FileOut:
+    return FileOut.model_validate(iface.get_file(file_id))
 
 
 def _content_disposition(name: str) -> str:
@@ -124,10 +108,10 @@ def _content_disposition(name: str) -> str:
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
-@router.get("/files/{fileId}/content", response_class=Response, **permission("DATA", FILE, "read"))
-def download_file(file_id: FileId, scope: Scope) -> Response:
+@router.get("/files/{fileId}/content", response_class=Response, **declared_by(WorkspaceInterface.read_file))
+def download_file(file_id: FileId, iface: Workspace) -> Response:
     """The file's bytes, always as an attachment (never rendered in the API's origin)."""
-    entry, data = service.read_bytes(scope, file_id=file_id)
+    entry, data = iface.read_file(file_id)
     return Response(content=data, media_type=entry.mime_type, headers={
         "Content-Disposition": _content_disposition(entry.name),
         "X-Content-Type-Options": "nosniff",
@@ -135,9 +119,9 @@ def download_file(file_id: FileId, scope: Scope) -> Response:
     })
 
 
-@router.delete("/files/{fileId}", status_code=204, **permission("DATA", FILE, "delete"))
-def delete_file(file_id: FileId, scope: Scope) -> Response:
-    service.delete_file(scope, file_id=file_id)
+@router.delete("/files/{fileId}", status_code=204, **declared_by(WorkspaceInterface.delete_file))
+def delete_file(file_id: FileId, iface: Workspace) -> Response:
+    iface.delete_file(file_id)
     return Response(status_code=204)
 
 

@@ -1,0 +1,143 @@
+"""The door of one Workspace instance: its chats with the agent and its file store.
+
+Every read and write of a Workspace's data from REST (backend/features/workspace/routes.py) or
+the UI (state/workspace.py) goes through :class:`WorkspaceInterface`. Its methods declare their
+permission with the Workspace's items (main.py) and enforce it (backend/rbac/door.py); the rows
+are those of the platform doors it opens for its instance — the agent chats
+(backend.agent.service.AgentChats) and the file store (backend.files.service.FileStore), which
+apply the own/all rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any, BinaryIO
+
+from sqlmodel import Session
+
+from backend.agent.service import AgentChats, AgentRequest, ChatHistory, ChatSummary
+from backend.db.models import AgentChat, FeatureInstance, User
+from backend.errors import FieldError, InvalidInput, NotFound
+from backend.features.workspace.main import CHAT_DATA, FEATURE_CODE, FILE_DATA, USE_AGENT
+from backend.files import service as files
+from backend.files.service import FileEntry, FileStore, SearchHit
+from backend.rbac.access import AccessContext
+from backend.rbac.door import Door, guarded
+from backend.rbac.rights import DATA, RESOURCE
+
+
+class WorkspaceInterface(Door):
+    """The chats and files of one Workspace instance, authorised as one user."""
+
+    def __init__(self, access: AccessContext, instance: FeatureInstance):
+        self.access = access
+        self.instance = instance
+        self.session: Session = access.session
+        self.user: User = access.user
+        self.chats = AgentChats(access, instance)
+        self.files = FileStore(access, instance)
+
+    # --- the agent ----------------------------------------------------------------------------
+
+    def can_use_agent(self) -> bool:
+        """Whether the chat bar may send here (useAgent is granted)."""
+        return self.may_call(WorkspaceInterface.prepare_run)
+
+    @guarded(RESOURCE, USE_AGENT)
+    def prepare_run(self, prompt: Any, chat_id: str | None = None) -> AgentRequest:
+        """Check a prompt for the agent and create (or continue) its chat (AgentChats.prepare_run)."""
+        return self.chats.prepare_run(prompt, chat_id)
+
+    # --- chats ------------------------------------------------------------------------------------
+
+    @guarded(DATA, CHAT_DATA, "read")
+    def chat_rows(self) -> list[ChatSummary]:
+        """The chats the user may read, last continued first, with rename/delete flags."""
+        return self.chats.chat_summaries()
+
+    @guarded(DATA, CHAT_DATA, "read")
+    def chat_history(self, chat_id: str) -> ChatHistory:
+        """One chat with its runs and their traces, oldest first."""
+        return self.chats.chat_history(chat_id)
+
+    @guarded(DATA, CHAT_DATA, "update")
+    def rename_chat(self, chat_id: str, title: Any) -> AgentChat:
+        """Give a chat a new title."""
+        return self.chats.rename_chat(chat_id, title)
+
+    @guarded(DATA, CHAT_DATA, "delete")
+    def delete_chat(self, chat_id: str) -> None:
+        """Delete a chat with its runs and traces (Conflict while one still works)."""
+        self.chats.delete_chat(chat_id)
+
+    # --- files ------------------------------------------------------------------------------------
+
+    @guarded(DATA, FILE_DATA, "create")
+    def upload_file(self, content: BinaryIO | None, uploaded_name: str | None, folder: str = "/",
+                    name: str | None = None, size: int | None = None, content_type: str | None = None,
+                    overwrite: bool = False) -> FileEntry:
+        """Store an uploaded file in `folder` under `name` (default: the uploaded file's name).
+
+        Raises:
+            InvalidInput: no file, or a bad name or folder.
+            FileTooLarge: over POWERON_FILE_MAX_BYTES or the instance's quota.
+        """
+        if content is None:
+            raise InvalidInput([FieldError("file", "send the file as multipart/form-data field 'file'")])
+        filename = name if name is not None else (uploaded_name or "").replace("\\", "/").rsplit("/", 1)[-1]
+        files.validate_name(filename, "name")
+        path = "/".join([*files.split_path(folder, "folder"), filename])
+        if size is not None:
+            files.check_file_size(size)
+        data = content.read(files.get_limits().max_file_bytes + 1)
+        return self.files.store_file(path, data, content_type, overwrite=overwrite)
+
+    @guarded(DATA, FILE_DATA, "read")
+    def list_files(self, folder: str = "/", recursive: bool = False) -> list[FileEntry]:
+        """The files of a folder (and its subfolders when `recursive`) the user may read."""
+        return self.files.list_files(folder, recursive)
+
+    @guarded(DATA, FILE_DATA, "read")
+    def search_files(self, query: str, limit: int = 20, folder: str | None = None) -> list[SearchHit]:
+        """Full-text search over the files the user may read; a query without words finds nothing."""
+        if not any(c.isalnum() for c in query):
+            return []
+        return self.files.search_files(query, limit, folder)
+
+    @guarded(DATA, FILE_DATA, "read")
+    def get_file(self, file_id: str) -> FileEntry:
+        """One file's metadata."""
+        return self.files.get_file(file_id)
+
+    @guarded(DATA, FILE_DATA, "read")
+    def read_file(self, file_id: str) -> tuple[FileEntry, bytes]:
+        """One file's metadata and bytes."""
+        return self.files.read_bytes(file_id=file_id)
+
+    @guarded(DATA, FILE_DATA, "delete")
+    def delete_file(self, file_id: str) -> FileEntry:
+        """Delete one file; returns what it was."""
+        return self.files.delete_file(file_id=file_id)
+
+
+def open_interface(access: AccessContext, feature_instance_id: str, mandate_id: str | None = None
+                   ) -> WorkspaceInterface:
+    """The door of Workspace instance `feature_instance_id` for `access.user`, else NotFound."""
+    instance = access.require_instance(feature_instance_id, FEATURE_CODE)
+    if mandate_id is not None and instance.mandate_id != mandate_id:
+        raise NotFound(f"feature instance {feature_instance_id} not found")
+    return WorkspaceInterface(access, instance)
+
+
+def get_interface(user: User, mandate_id: str | None, feature_instance_id: str,
+                  session: Session) -> WorkspaceInterface:
+    """The feature's data access (backend/features/registry.py): the door of one instance."""
+    return open_interface(AccessContext(session, user), feature_instance_id, mandate_id)
+
+
+def preferred_interface(session: Session, user: User, preferred_id: str = "") -> WorkspaceInterface | None:
+    """The Workspace the page shows: `preferred_id` when the user may open it, else their first
+    one (by label); None when they may open none."""
+    access = AccessContext(session, user)
+    instances = access.visible_instances(FEATURE_CODE)
+    instance = next((i for i in instances if i.id == preferred_id), instances[0] if instances else None)
+    return WorkspaceInterface(access, instance) if instance is not None else None
