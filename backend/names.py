@@ -19,7 +19,7 @@ _FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u20
 
 
 def _describe(char: str) -> str:
-    return "a lone UTF-16 surrogate" if 0xD800 <= ord(char) <= 0xDFFF else "a control character"
+    return "lone UTF-16 surrogates" if 0xD800 <= ord(char) <= 0xDFFF else "control characters"
 
 
 def name_problem(value: str) -> str | None:

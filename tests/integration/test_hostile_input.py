@@ -221,7 +221,7 @@ def test_workflow_names_refuse_control_characters(api):
 @SQLITE
 def test_mandate_instance_file_folder_and_chat_names_refuse_control_characters(api):
     message = refused(api.client.post("/api/mandates", json={"name": "Acme\nAG"}, headers=api.auth), "name")
-    assert message == "must not contain a control character (U+000A at position 5)"
+    assert message == "must not contain control characters (U+000A at position 5)"
     mandate = api.client.post("/api/mandates", json={"name": "Acme AG"}, headers=api.auth)
     assert mandate.status_code == 201, mandate.text
     instances = f"/api/mandates/{mandate.json()['id']}/instances"
