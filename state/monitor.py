@@ -1,9 +1,9 @@
 """State of the Monitor page: what runs, what failed and what waits, across the user's instances.
 
-Everything is read through backend.monitoring.service, which limits it to the runs the user may
-read. The state holds only what the page shows, as display strings: the runs themselves stay in
-the database. A client-side timer (rx.moment on the page) calls `tick` every few seconds while
-the page is open; it reloads only the live list and its counters.
+Everything is read through the door backend.monitoring.service.Monitor, which limits it to the
+runs the user may read. The state holds only what the page shows, as display strings: the runs
+themselves stay in the database. A client-side timer (rx.moment on the page) calls `tick` every
+few seconds while the page is open; it reloads only the live list and its counters.
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ import reflex as rx
 
 from backend.errors import DomainError
 from backend.monitoring import service as monitoring
-from backend.monitoring.service import MonitorFilter
+from backend.monitoring.service import Monitor, MonitorFilter
 from backend.rbac.access import AccessContext
 from state.auth import AuthState, NotSignedIn
 from state.page import PageMixin, user_message
-from state.permissions import requires
+from state.permissions import requires_door
 
-RUN_DATA = "data.feature.graphicalEditor.workflow_run"
 ALL = "all"  # the select value for "no filter" (Radix selects refuse an empty value)
 STATUSES = monitoring.STATUSES  # running, paused, completed, failed, cancelled
 # range key → (label, how far back, days shown in the charts)
@@ -280,15 +279,15 @@ class MonitorState(PageMixin, AuthState):
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
             self._load_navigation(session, user)
-            access = AccessContext(session, user)
-            self._load_options(access)
-            self._load_live(access)
-            self._load_overview(access)
-            self._load_history(access)
+            monitor = Monitor(AccessContext(session, user))
+            self._load_options(monitor)
+            self._load_live(monitor)
+            self._load_overview(monitor)
+            self._load_history(monitor)
         self.loaded = True
 
-    def _load_options(self, access: AccessContext) -> None:
-        self.instances = [Option(id=i, label=label) for i, label in monitoring.instance_options(access)]
+    def _load_options(self, monitor: Monitor) -> None:
+        self.instances = [Option(id=i, label=label) for i, label in monitor.instance_options()]
         self.has_instances = bool(self.instances)
         if self.instance_filter not in {o["id"] for o in self.instances}:
             self.instance_filter = ALL
@@ -297,47 +296,46 @@ class MonitorState(PageMixin, AuthState):
         many = len(self.instances) > 1 and chosen is None
         self.workflow_choices = [
             Option(id=w, label=f"{name} ({labels.get(inst, inst)})" if many else name)
-            for w, name, inst in monitoring.workflow_options(access, chosen)
+            for w, name, inst in monitor.workflow_options(chosen)
         ]
         if self.workflow_filter not in {o["id"] for o in self.workflow_choices}:
             self.workflow_filter = ALL
 
-    def _load_live(self, access: AccessContext) -> None:
+    def _load_live(self, monitor: Monitor) -> None:
         """Running and paused runs, whenever they started (a paused run may wait for weeks)."""
-        rows = monitoring.live_runs(access, self._filter(with_status=False, with_range=False), limit=LIVE_LIMIT)
+        rows = monitor.live(self._filter(with_status=False, with_range=False), limit=LIVE_LIMIT)
         self.live = live_rows(rows)
         self.running_count = sum(1 for r in rows if r.status == "running")
         self.paused_count = sum(1 for r in rows if r.status == "paused")
 
-    def _load_overview(self, access: AccessContext) -> None:
+    def _load_overview(self, monitor: Monitor) -> None:
         """Upcoming runs, charts, costs and failures: the status filter narrows only the history."""
         overall = self._filter(with_status=False)
         days = chart_days(self.range_filter)
-        self.upcoming = upcoming_rows(monitoring.upcoming(access, self._filter(with_status=False, with_range=False),
-                                                          limit=UPCOMING_LIMIT))
-        daily = monitoring.daily(access, overall, days=days)
+        self.upcoming = upcoming_rows(monitor.upcoming(self._filter(with_status=False, with_range=False),
+                                                       limit=UPCOMING_LIMIT))
+        daily = monitor.daily(overall, days=days)
         self.days = day_points(daily)
         self.range_total = sum(d.total for d in daily)
         self.range_failed = sum(d.failed for d in daily)
         finished = sum(d.completed + d.failed + d.cancelled for d in daily)
         self.range_error_rate = percent(self.range_failed, finished)  # as the chart: failed / finished
-        report = monitoring.costs(access, overall, days=days)
+        report = monitor.costs(overall, days=days)
         self.costs_by_workflow = cost_lines(report.by_workflow)
         self.costs_by_day = cost_points(report.by_day)
         self.cost_total = format_chf(report.total_chf)
-        self.failures = failure_rows(monitoring.recent_failures(access, overall, limit=FAILURES_LIMIT))
+        self.failures = failure_rows(monitor.failures(overall, limit=FAILURES_LIMIT))
 
-    def _load_history(self, access: AccessContext) -> None:
-        page = monitoring.list_runs(access, self._filter(), limit=HISTORY_PAGE_SIZE,
-                                    before=self.history_before or None)
+    def _load_history(self, monitor: Monitor) -> None:
+        page = monitor.runs(self._filter(), limit=HISTORY_PAGE_SIZE, before=self.history_before or None)
         self.history = history_rows(page.rows)
         self.history_next = page.next_before or ""
 
     def _read(self, load) -> Any:
-        """Run `load(access)` in a transaction; the event to return (a redirect when signed out)."""
+        """Run `load(monitor)` in a transaction; the event to return (a redirect when signed out)."""
         try:
             with self._user_session() as (session, user):
-                load(AccessContext(session, user))
+                load(Monitor(AccessContext(session, user)))
         except NotSignedIn:
             return self._signed_out()
         except DomainError as exc:
@@ -350,7 +348,7 @@ class MonitorState(PageMixin, AuthState):
     # --- events ----------------------------------------------------------------------------------
 
     @rx.event
-    @requires("DATA", RUN_DATA)
+    @requires_door(Monitor.overview, Monitor.runs)
     def load(self):
         """on_load: check the sign-in, then everything the page shows (history from its first page)."""
         self.error = self.notice = ""
@@ -358,7 +356,7 @@ class MonitorState(PageMixin, AuthState):
         return self._reload()
 
     @rx.event
-    @requires("DATA", RUN_DATA)
+    @requires_door(Monitor.live)
     def tick(self, _now: str = ""):
         """The page's timer: reload the live list and its counters only."""
         if not self.loaded or not self.has_instances:
@@ -371,20 +369,20 @@ class MonitorState(PageMixin, AuthState):
         return self._reload()
 
     @rx.event
-    @requires("DATA", RUN_DATA)
+    @requires_door(Monitor.overview, Monitor.runs)
     def set_instance_filter(self, value: str):
         self.instance_filter = value or ALL
         self.workflow_filter = ALL
         return self._filters_changed()
 
     @rx.event
-    @requires("DATA", RUN_DATA)
+    @requires_door(Monitor.overview, Monitor.runs)
     def set_workflow_filter(self, value: str):
         self.workflow_filter = value or ALL
         return self._filters_changed()
 
     @rx.event
-    @requires("DATA", RUN_DATA)
+    @requires_door(Monitor.runs)
     def set_status_filter(self, value: str):
         self.status_filter = value if value in STATUSES else ALL
         self.error = ""
@@ -392,13 +390,13 @@ class MonitorState(PageMixin, AuthState):
         return self._read(self._load_history)
 
     @rx.event
-    @requires("DATA", RUN_DATA)
+    @requires_door(Monitor.overview, Monitor.runs)
     def set_range_filter(self, value: str):
         self.range_filter = value if value in RANGES else DEFAULT_RANGE
         return self._filters_changed()
 
     @rx.event
-    @requires("DATA", RUN_DATA)
+    @requires_door(Monitor.runs)
     def next_history_page(self):
         """The next (older) 50 runs of the history."""
         if not self.history_next:
@@ -408,7 +406,7 @@ class MonitorState(PageMixin, AuthState):
         return self._read(self._load_history)
 
     @rx.event
-    @requires("DATA", RUN_DATA)
+    @requires_door(Monitor.runs)
     def first_history_page(self):
         self._first_page()
         return self._read(self._load_history)

@@ -2,8 +2,10 @@
 upcoming schedules, daily counts and AI costs.
 
 Rights: a user sees the runs of the Graphical Editor instances they may open whose DATA right
-`workflow_run` read is not NONE; where it is OWN, only the runs they started (sysCreatedBy).
+`workflow_run` read is not NONE, narrowed per instance by the one own/all rule
+(`backend.rbac.access.owner_filter`: where it is OWN, only the runs they started, sysCreatedBy).
 A filter naming an instance or workflow outside that answers NotFound, like a missing one.
+:class:`Monitor` is the door the Monitor page and /api/monitor call.
 
 Everything is counted and summed by the database (GROUP BY, day buckets in UTC); Python only
 zero-fills days and adds up small per-(workflow, day) partials. Pages are newest first, keyset
@@ -23,7 +25,8 @@ from sqlmodel import Session, select
 from backend.db.models import FeatureInstance, Mandate, Workflow, WorkflowRun, WorkflowVersion, utcnow
 from backend.engine.steps import split_error
 from backend.errors import FieldError, InvalidInput, NotFound
-from backend.rbac.access import AccessContext
+from backend.rbac.access import AccessContext, owner_filter
+from backend.rbac.door import Door, guarded
 from backend.rbac.rights import Level
 from backend.scheduler.jobs import SCHEDULE_TYPE
 from backend.scheduler.preview import describe_schedule, next_run
@@ -119,40 +122,41 @@ def _aware(moment: datetime) -> datetime:
 
 @dataclass(frozen=True)
 class _Scope:
-    """What one user may read, narrowed by a filter: instances read in full or only own runs."""
+    """What one user may read, narrowed by a filter: each instance with the user's read level."""
 
     user_id: str
-    all_ids: tuple[str, ...]
-    own_ids: tuple[str, ...]
+    levels: tuple[tuple[str, Level], ...]  # (instance id, workflow_run read level), by instance id
     labels: dict[str, str]
     filt: MonitorFilter
 
     @property
     def empty(self) -> bool:
-        return not self.all_ids and not self.own_ids
+        return not self.levels
 
     @property
     def instance_ids(self) -> tuple[str, ...]:
-        return self.all_ids + self.own_ids
+        return tuple(instance_id for instance_id, _level in self.levels)
+
+    def rows_of(self, model: Any, instance_id: str | None = None) -> Any:
+        """The WHERE clause of the rows of `model` (runs, or workflows: whose runs are the
+        creator's) the user may read, per instance by the own/all rule; of one of the scope's
+        instances when `instance_id` is given. Instances of one level share one IN (…)."""
+        by_level: dict[Level, list[str]] = defaultdict(list)
+        for instance, level in self.levels:
+            if instance_id is None or instance == instance_id:
+                by_level[level].append(instance)
+        parts = [self._part(model, tuple(ids), level) for level, ids in sorted(by_level.items(), reverse=True)]
+        return (or_(*parts) if len(parts) > 1 else parts[0]) if parts else false()
+
+    def _part(self, model: Any, ids: tuple[str, ...], level: Level) -> Any:
+        where = model.feature_instance_id.in_(ids) if len(ids) > 1 else model.feature_instance_id == ids[0]
+        return owner_filter(select(model.id).where(where), model, level, self.user_id).whereclause
 
     def readable(self, instance_id: str | None = None) -> Any:
         """The WHERE clause of the runs the user may read (and the filter keeps); of one of the
         scope's instances when `instance_id` is given."""
         run = WorkflowRun
-        all_ids, own_ids = self.all_ids, self.own_ids
-        if instance_id is not None:
-            all_ids = (instance_id,) if instance_id in all_ids else ()
-            own_ids = (instance_id,) if instance_id in own_ids else ()
-        parts = []
-        if all_ids:
-            parts.append(run.feature_instance_id.in_(all_ids) if len(all_ids) > 1
-                         else run.feature_instance_id == all_ids[0])
-        if own_ids:
-            where = (run.feature_instance_id.in_(own_ids) if len(own_ids) > 1
-                     else run.feature_instance_id == own_ids[0])
-            parts.append(and_(where, run.sys_created_by == self.user_id))
-        clause = (or_(*parts) if len(parts) > 1 else parts[0]) if parts else false()
-        conditions = [clause]
+        conditions = [self.rows_of(run, instance_id)]
         if self.filt.workflow_id:
             conditions.append(run.workflow_id == self.filt.workflow_id)
         if self.filt.status:
@@ -219,10 +223,7 @@ def _build_scope(access: AccessContext, filt: MonitorFilter) -> _Scope:
         if instance_id is None or instance_id not in levels:
             raise NotFound(f"workflow {filt.workflow_id} not found")
         levels = {instance_id: levels[instance_id]}
-    return _Scope(access.user.id,
-                  tuple(sorted(i for i, level in levels.items() if level == Level.ALL)),
-                  tuple(sorted(i for i, level in levels.items() if level == Level.OWN)),
-                  labels, filt)
+    return _Scope(access.user.id, tuple(sorted(levels.items())), labels, filt)
 
 
 # --- runs ---------------------------------------------------------------------------------------
@@ -315,16 +316,11 @@ def upcoming(access: AccessContext, filt: MonitorFilter, limit: int = 20, *,
     scope = _scope(access, filt)
     if scope.empty:
         return []
-    readable = []
-    if scope.all_ids:
-        readable.append(Workflow.feature_instance_id.in_(scope.all_ids))
-    if scope.own_ids:
-        readable.append(and_(Workflow.feature_instance_id.in_(scope.own_ids), Workflow.sys_created_by == scope.user_id))
     query = (select(Workflow.id, Workflow.name, Workflow.feature_instance_id, Workflow.event_id,
                     WorkflowVersion.graph, WorkflowVersion.published_at)
              .join(WorkflowVersion, and_(WorkflowVersion.workflow_id == Workflow.id,
                                          WorkflowVersion.status == version_lifecycle.PUBLISHED))
-             .where(Workflow.active.is_(True), or_(*readable),
+             .where(Workflow.active.is_(True), scope.rows_of(Workflow),
                     cast(WorkflowVersion.graph, Text).contains(SCHEDULE_TYPE)))
     if filt.workflow_id:
         query = query.where(Workflow.id == filt.workflow_id)
@@ -487,8 +483,64 @@ def workflow_options(access: AccessContext, instance_id: str | None = None) -> l
     return [(workflow_id, name, instance) for workflow_id, name, instance in access.session.exec(query).all()]
 
 
+# --- the door -----------------------------------------------------------------------------------
+
+
+class Monitor(Door):
+    """The Monitor's door, as one signed-in user: every answer spans the Graphical Editor
+    instances they may read runs in, narrowed per instance (any signed-in user may ask)."""
+
+    def __init__(self, access: AccessContext):
+        self.access = access
+
+    @guarded("authenticated")
+    def runs(self, filt: MonitorFilter, limit: int = 50, before: str | None = None) -> RunPage:
+        """One page of the run history, newest first (see :func:`list_runs`)."""
+        return list_runs(self.access, filt, limit, before)
+
+    @guarded("authenticated")
+    def live(self, filt: MonitorFilter, limit: int = 100) -> list[RunRow]:
+        """Running and paused runs, newest first."""
+        return live_runs(self.access, filt, limit)
+
+    @guarded("authenticated")
+    def upcoming(self, filt: MonitorFilter, limit: int = 20) -> list[UpcomingRow]:
+        """The next scheduled runs, soonest first."""
+        return upcoming(self.access, filt, limit)
+
+    @guarded("authenticated")
+    def daily(self, filt: MonitorFilter, days: int = 14) -> list[DayRow]:
+        """Runs per UTC day, oldest first."""
+        return daily(self.access, filt, days)
+
+    @guarded("authenticated")
+    def costs(self, filt: MonitorFilter, days: int = 14) -> CostReport:
+        """AI cost per workflow and per day."""
+        return costs(self.access, filt, days)
+
+    @guarded("authenticated")
+    def failures(self, filt: MonitorFilter, limit: int = 10) -> list[RunRow]:
+        """The newest failed runs."""
+        return recent_failures(self.access, filt, limit)
+
+    @guarded("authenticated")
+    def overview(self, filt: MonitorFilter, days: int = 14) -> Overview:
+        """Live and upcoming runs, daily figures, costs and failures in one answer."""
+        return overview(self.access, filt, days)
+
+    @guarded("authenticated")
+    def instance_options(self) -> list[tuple[str, str]]:
+        """(id, label) of the instances the filter offers."""
+        return instance_options(self.access)
+
+    @guarded("authenticated")
+    def workflow_options(self, instance_id: str | None = None) -> list[tuple[str, str, str]]:
+        """(id, name, instance id) of the workflows the filter offers."""
+        return workflow_options(self.access, instance_id)
+
+
 __all__ = [
-    "CostReport", "CostRow", "DayRow", "MonitorFilter", "Overview", "RunPage", "RunRow", "UpcomingRow", "costs",
-    "daily", "instance_options", "list_runs", "live_runs", "overview", "recent_failures", "upcoming",
+    "CostReport", "CostRow", "DayRow", "Monitor", "MonitorFilter", "Overview", "RunPage", "RunRow", "UpcomingRow",
+    "costs", "daily", "instance_options", "list_runs", "live_runs", "overview", "recent_failures", "upcoming",
     "workflow_options",
 ]
