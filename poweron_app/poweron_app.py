@@ -3,11 +3,7 @@
 import reflex as rx
 
 from backend.api.app import create_api
-from backend.bootstrap import prepare
-from backend.engine.recovery import start_recovery_thread
-from backend.engine.timers import start_timer_thread
-from backend.notifications.notifier import start_notifier
-from backend.scheduler.scheduler import start_scheduler
+from backend.runtime import start_background_services
 from poweron_app.pages.admin import admin_page
 from poweron_app.pages.editor import editor_page
 from poweron_app.pages.forms import form_page
@@ -33,21 +29,9 @@ from state.workspace import WorkspaceState
 
 
 def _prepare_database() -> None:
-    # Idempotent: `make run` has usually done this already; a bare `reflex run` still works.
-    prepare()
-    # Tells workflow owners about failed scheduled, webhook and event runs, in the app and by
-    # mail when POWERON_SMTP_URL is set (backend/notifications/);
-    # first, so a run that recovery fails at once is told too.
-    start_notifier()
-    # Once per process start: continue runs a stopped process left in `running`, in the
-    # background so start-up is not held up (backend/engine/recovery.py).
-    start_recovery_thread()
-    # Wakes due flow.wait runs, expires due human tasks and polls mailboxes every
-    # POWERON_TIMER_INTERVAL_SECONDS (backend/engine/timers.py).
-    start_timer_thread()
-    # trigger.schedule jobs (APScheduler), led by one process per database through a lease; its
-    # first sync comes POWERON_SCHEDULER_STARTUP_DELAY_SECONDS later (backend/scheduler/).
-    start_scheduler()
+    # Migrations, bootstrap, notifier, run recovery, timers and scheduler: the same start-up as
+    # every PowerOn process (backend/runtime.py).
+    start_background_services()
 
 
 app = rx.App(api_transformer=create_api())

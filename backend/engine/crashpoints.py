@@ -3,15 +3,34 @@
 Setting ``POWERON_ENGINE_CRASH_AT="<point>:<nodeId>"`` makes the engine kill its own process with
 SIGKILL when it reaches `point` for node `nodeId` — exactly what a power cut or an OOM kill does,
 so the tests can check that a restarted process (:func:`backend.engine.recovery.recover_runs`)
-continues the run from its persisted context. The variable is read once per run (when a
+continues the run from its persisted context. ``*`` as the node id matches every node (and every
+run, for ``before_handoff``). The engine reads the variable once per run (when a
 :class:`~backend.engine.executor.RunEngine` is created); unset, every check is a no-op.
 
-Points:
+Points of the engine's loop:
 
 - ``node_started``: the node was taken from the frontier; nothing of it is committed yet;
 - ``before_step_commit``: the node ran; its step row and the new context are not committed;
 - ``after_step_commit``: the node's step row and the context holding its output are committed;
-- ``retry_wait``: an attempt of the node failed, is logged and committed; the next one is due.
+- ``retry_wait``: an attempt of the node failed, is logged and committed; the next one is due;
+- ``branch_finished``: the node, one of several independent slow nodes executing at the same
+  time, finished on its branch thread (its own work committed) while the others still run;
+  the batch's step rows and context are committed only when all of them finished, so after a
+  restart every node of the batch runs again and nothing of it is doubled in the step log.
+
+Resuming a suspended node (a completed human task, a due flow.wait, a timed-out task, an
+arrived e-mail), keyed by the suspended node:
+
+- ``resume_before_commit``: the task's completion and the node's resumption are written, not
+  committed: after a restart the task is still pending (the run paused) and may be completed
+  again, or the timer wakes the node again;
+- ``resume_after_commit``: committed (task completed, node finished in the context, run
+  `running`); the run has not executed on yet: recovery continues it.
+
+Starting a run from outside (webhook, form, event; backend/triggers/launch.py), keyed by run id:
+
+- ``before_handoff``: the run is committed in `running`, not yet handed to the run worker;
+  recovery executes it, and a repeated webhook delivery is answered with the same run.
 """
 
 from __future__ import annotations
@@ -20,7 +39,9 @@ import os
 import signal
 
 ENV = "POWERON_ENGINE_CRASH_AT"
-POINTS = ("node_started", "before_step_commit", "after_step_commit", "retry_wait")
+POINTS = ("node_started", "before_step_commit", "after_step_commit", "retry_wait", "branch_finished",
+          "resume_before_commit", "resume_after_commit", "before_handoff")
+ANY_NODE = "*"
 
 
 def configured() -> tuple[str, str] | None:
@@ -34,5 +55,5 @@ def configured() -> tuple[str, str] | None:
 
 def reach(wanted: tuple[str, str] | None, point: str, node_id: str) -> None:
     """Kill this process with SIGKILL when (`point`, `node_id`) is the configured crash point."""
-    if wanted is not None and wanted == (point, node_id):
+    if wanted is not None and wanted[0] == point and wanted[1] in (node_id, ANY_NODE):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -373,6 +373,7 @@ class RunEngine:
             try:
                 result = self.attempt_node(session, node_id)
                 session.commit()
+                crashpoints.reach(self.crash_at, "branch_finished", node_id)
             except BaseException:
                 session.rollback()
                 raise

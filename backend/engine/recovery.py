@@ -12,7 +12,8 @@ left in `running` by a killed process can simply be executed again from its cont
 - paused runs (human task, e-mail, wait, step debugger) and their tasks are not touched.
 
 :func:`recover_runs` is called once per process start, in a background thread
-(:func:`start_recovery_thread`, from the Reflex lifespan in ``poweron_app/poweron_app.py``).
+(:func:`start_recovery_thread`, from :func:`backend.runtime.start_background_services`, which the
+Reflex lifespan calls).
 It assumes one application process per database: a second process started while the first
 is executing runs would continue them too.
 

@@ -6,8 +6,8 @@ Nothing here sleeps. A waiting node keeps what it waits for in the run's persist
 work below is found again after a restart. :func:`run_due_work` is what the scheduler calls
 periodically; each function may also be called on its own, with `now` for tests.
 
-In the running application :func:`start_timer_thread` (started from the Reflex lifespan in
-``poweron_app/poweron_app.py``) calls :func:`run_due_work` every POWERON_TIMER_INTERVAL_SECONDS.
+In the running application :func:`start_timer_thread` (started by
+:func:`backend.runtime.start_background_services`, from the Reflex lifespan) calls :func:`run_due_work` every POWERON_TIMER_INTERVAL_SECONDS.
 Every resume, expiry and cancel here is a guarded state transition (optimistic locking), so two
 processes ticking against one database do not both resume a node: the loser of a race gets
 ``ConcurrentTransition`` and leaves that item to the winner.
@@ -25,6 +25,7 @@ from sqlmodel import Session, select
 from backend.config import get_settings
 from backend.db import session_scope
 from backend.db.models import HumanTask, WorkflowRun, utcnow
+from backend.engine import crashpoints
 from backend.engine.executor import RunEngine
 from backend.statemachines import human_task as task_lifecycle
 from backend.statemachines import workflow_run as run_lifecycle
@@ -71,7 +72,9 @@ def resume_suspended(session: Session, run: WorkflowRun, node_id: str, output: A
         except ConcurrentTransition:
             return None  # another process (or thread) resumed or cancelled it just now
     engine.resume_node(node_id, output, handles)
+    crashpoints.reach(engine.crash_at, "resume_before_commit", node_id)
     engine.persist()
+    crashpoints.reach(engine.crash_at, "resume_after_commit", node_id)
     return engine.execute()
 
 
@@ -198,3 +201,12 @@ def start_timer_thread(interval_seconds: float | None = None) -> TimerThread:
         _ticker.thread.start()
         log.info("timer thread started (every %s s)", interval)
         return _ticker
+
+
+def stop_timer_thread(timeout: float | None = 10) -> None:
+    """Stop the process's timer thread, if it runs (a clean process exit); a later start begins anew."""
+    global _ticker  # noqa: PLW0603 - one ticker per process
+    with _ticker_lock:
+        ticker, _ticker = _ticker, None
+    if ticker is not None:
+        ticker.stop(timeout)

@@ -19,7 +19,7 @@ from sqlmodel import Session, select
 
 from backend.config import get_settings
 from backend.db.models import User, Workflow, WorkflowRun, WorkflowVersion
-from backend.engine import executor, worker
+from backend.engine import crashpoints, executor, worker
 from backend.errors import Forbidden, NotFound
 from backend.statemachines import workflow_version as version_lifecycle
 
@@ -134,7 +134,9 @@ def start(session: Session, target: Target, input: Any, trigger: str) -> Workflo
 
 def submit(run_ids: list[str]) -> None:
     """Hand committed runs to the run worker (they execute in the background)."""
+    wanted = crashpoints.configured()
     for run_id in run_ids:
+        crashpoints.reach(wanted, "before_handoff", run_id)
         worker.submit(run_id)
 
 

@@ -1,0 +1,95 @@
+"""What an application process starts besides answering requests, without any web framework.
+
+:func:`start_background_services` is the one start-up sequence of a PowerOn process: migrations
+and bootstrap, the notifier, the recovery of runs a stopped process left `running`, the timer
+thread (flow.wait, task timeouts, mailbox polls) and the scheduler. The Reflex lifespan
+(``poweron_app/poweron_app.py``) calls it, and so does :func:`create_app`, the REST API served on
+its own with the same start-up: ``python -m backend.runtime --port 8001`` serves it with granian
+(the kill-and-restart tests start the application this way, tests/integration/test_engine_crash_points.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+log = logging.getLogger(__name__)
+
+
+def start_background_services() -> None:
+    """Prepare the database and start the background services of this process (once per start)."""
+    from backend.bootstrap import prepare
+    from backend.engine.recovery import start_recovery_thread
+    from backend.engine.timers import start_timer_thread
+    from backend.notifications.notifier import start_notifier
+    from backend.scheduler.scheduler import start_scheduler
+
+    # Idempotent: `make run` has usually done this already; a bare `reflex run` still works.
+    prepare()
+    # Tells workflow owners about failed scheduled, webhook and event runs, in the app and by
+    # mail when POWERON_SMTP_URL is set (backend/notifications/);
+    # first, so a run that recovery fails at once is told too.
+    start_notifier()
+    # Continue runs a stopped process left in `running`, in the background so start-up is not
+    # held up (backend/engine/recovery.py).
+    start_recovery_thread()
+    # Wakes due flow.wait runs, expires due human tasks and polls mailboxes every
+    # POWERON_TIMER_INTERVAL_SECONDS (backend/engine/timers.py).
+    start_timer_thread()
+    # trigger.schedule jobs (APScheduler), led by one process per database through a lease; its
+    # first sync comes POWERON_SCHEDULER_STARTUP_DELAY_SECONDS later (backend/scheduler/).
+    start_scheduler()
+
+
+def stop_background_services() -> None:
+    """Stop what :func:`start_background_services` started (a clean process exit)."""
+    from backend.engine.timers import stop_timer_thread
+    from backend.engine.worker import shutdown_worker
+    from backend.notifications.notifier import stop_notifier
+    from backend.scheduler.scheduler import stop_scheduler
+
+    stop_scheduler()
+    stop_timer_thread()
+    shutdown_worker(wait=False)
+    stop_notifier()
+
+
+@asynccontextmanager
+async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    await asyncio.to_thread(start_background_services)
+    try:
+        yield
+    finally:
+        await asyncio.to_thread(stop_background_services)
+
+
+def create_app() -> FastAPI:
+    """The REST API (/api) with the background services started and stopped by its lifespan."""
+    from backend.api.app import create_api
+
+    api = create_api()
+    api.router.lifespan_context = _lifespan
+    return api
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of ``python -m backend.runtime``: serve :func:`create_app` with granian."""
+    from granian import Granian
+    from granian.constants import Interfaces
+
+    parser = argparse.ArgumentParser(description="Serve the PowerOn REST API with its background services.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8001)
+    options = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    Granian("backend.runtime:create_app", address=options.host, port=options.port, interface=Interfaces.ASGI,
+            factory=True, workers=1).serve()
+
+
+if __name__ == "__main__":
+    main()
