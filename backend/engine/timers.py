@@ -7,7 +7,8 @@ work below is found again after a restart. :func:`run_due_work` is what the sche
 periodically; each function may also be called on its own, with `now` for tests.
 
 In the running application :func:`start_timer_thread` (started by
-:func:`backend.runtime.start_background_services`, from the Reflex lifespan) calls :func:`run_due_work` every POWERON_TIMER_INTERVAL_SECONDS.
+:func:`backend.runtime.start_background_services`, from the Reflex lifespan) calls
+:func:`run_due_work` every POWERON_TIMER_INTERVAL_SECONDS.
 Every resume, expiry and cancel here is a guarded state transition (optimistic locking), so two
 processes ticking against one database do not both resume a node: the loser of a race gets
 ``ConcurrentTransition`` and leaves that item to the winner.
