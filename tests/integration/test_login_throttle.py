@@ -107,3 +107,29 @@ def test_ipv6_addresses_of_one_network_share_their_counter(clients):
 ])
 def test_client_keys(address, key):
     assert client_key(address) == key
+
+
+def _browser(client_ip: str):
+    """The sign-in state of a browser connected from `client_ip` (as Reflex fills it in)."""
+    from reflex.istate.data import SessionData
+
+    from state.auth import AuthState
+
+    root = AuthState.get_root_state()(_reflex_internal_init=True)
+    root.rx_router_session = SessionData(client_ip=client_ip)
+    return root.get_substate(AuthState.get_full_name().split(".")[1:])
+
+
+def _sign_in(browser, password: str) -> str:
+    """Submit the login form as `alice`; the error shown, or "" when signed in."""
+    browser.login({"username": "alice", "password": password})
+    return browser.login_error if not browser.token else ""
+
+
+def test_the_login_page_counts_per_browser_address(clients):
+    guesser, owner = _browser("10.0.0.9"), _browser("10.0.0.10")
+    errors = [_sign_in(guesser, f"guess-{n}") for n in range(THROTTLE_FREE_FAILURES)]
+    assert errors == ["Unknown user or wrong password."] * THROTTLE_FREE_FAILURES
+    assert _sign_in(guesser, PASSWORD).startswith("Too many failed sign-in attempts")
+    assert _sign_in(owner, PASSWORD) == "" and owner.username == "alice"
+    assert _login(clients["A"], "alice", PASSWORD).status_code == 200
