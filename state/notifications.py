@@ -1,7 +1,7 @@
 """State of the shell's bell and the Notifications page: the signed-in user's own notifications.
 
-Thin: every read and change goes through backend.notifications.service, which touches only the
-signed-in user's rows.
+Thin: every read and change goes through the door backend.notifications.service.Notifications,
+which touches only the signed-in user's rows.
 """
 
 from __future__ import annotations
@@ -11,9 +11,15 @@ from typing import TypedDict
 import reflex as rx
 
 from backend.notifications import service
+from backend.notifications.service import Notifications
+from backend.rbac.access import AccessContext
 from state.auth import AuthState, NotSignedIn
 from state.page import PageMixin
-from state.permissions import requires
+from state.permissions import requires_door
+
+
+def _door(session, user) -> Notifications:
+    return Notifications(AccessContext(session, user))
 
 
 class NotificationRow(TypedDict):
@@ -37,14 +43,13 @@ class NotificationsState(PageMixin, AuthState):
             self.items = [
                 NotificationRow(id=n.id, title=n.title, message=n.message, unread=n.read_at is None,
                                 created=n.created_at.strftime("%Y-%m-%d %H:%M UTC"))
-                for n in service.list_notifications(session, user, unread=self.only_unread,
-                                                    limit=service.LIST_LIMIT_MAX)
+                for n in _door(session, user).list(unread=self.only_unread, limit=service.LIST_LIMIT_MAX)
             ]
-            self.unread = service.unread_count(session, user)
+            self.unread = _door(session, user).unread_count()
         self.loaded = True
 
     @rx.event
-    @requires("authenticated")
+    @requires_door(Notifications.list, Notifications.unread_count)
     def load(self):
         """on_load of /notifications: check the sign-in and list the user's notifications."""
         self.error = ""
@@ -52,37 +57,37 @@ class NotificationsState(PageMixin, AuthState):
         return self._reload()
 
     @rx.event
-    @requires("authenticated")
+    @requires_door(Notifications.unread_count)
     def load_count(self):
         """on_mount of the bell: how many of the user's notifications are unread (0 when signed out)."""
         try:
             with self._user_session() as (session, user):
-                self.unread = service.unread_count(session, user)
+                self.unread = _door(session, user).unread_count()
         except NotSignedIn:
             self.unread = 0
 
     @rx.event
-    @requires("authenticated")
+    @requires_door(Notifications.list)
     def toggle_unread(self, value: bool):
         """Show only the unread notifications, or all."""
         self.only_unread = bool(value)
         return self._reload()
 
     @rx.event
-    @requires("authenticated")
+    @requires_door(Notifications.mark_read)
     def mark_read(self, notification_id: str):
         """Mark one of the user's notifications read."""
-        _ok, event = self._attempt(lambda session, user: service.mark_read(session, user, notification_id))
+        _ok, event = self._attempt(lambda session, user: _door(session, user).mark_read(notification_id))
         return event
 
     @rx.event
-    @requires("authenticated")
+    @requires_door(Notifications.mark_all_read)
     def mark_all_read(self):
         """Mark every unread notification of the user read."""
         marked: dict[str, int] = {}
 
         def mark(session, user):
-            marked["count"] = service.mark_all_read(session, user)
+            marked["count"] = _door(session, user).mark_all_read()
 
         ok, event = self._attempt(mark)
         if ok:

@@ -1,4 +1,5 @@
-"""State of the API tokens page: the signed-in user's personal API tokens."""
+"""State of the API tokens page: the signed-in user's personal API tokens, through the door
+backend.tokens.ApiTokens."""
 
 from __future__ import annotations
 
@@ -6,10 +7,15 @@ from typing import TypedDict
 
 import reflex as rx
 
-from backend import auth
+from backend.rbac.access import AccessContext
+from backend.tokens import ApiTokens
 from state.auth import AuthState
 from state.page import PageMixin
-from state.permissions import requires
+from state.permissions import requires, requires_door
+
+
+def _door(session, user) -> ApiTokens:
+    return ApiTokens(AccessContext(session, user))
 
 
 class TokenRow(TypedDict):
@@ -33,12 +39,12 @@ class TokensState(PageMixin, AuthState):
             self._load_navigation(session, user)
             self.tokens = [
                 TokenRow(id=t.id, name=t.name or "", created=t.sys_created_at.strftime("%Y-%m-%d %H:%M UTC"))
-                for t in auth.list_api_tokens(session, user)
+                for t in _door(session, user).list()
             ]
         self.loaded = True
 
     @rx.event
-    @requires("authenticated")
+    @requires_door(ApiTokens.list)
     def load(self):
         """on_load: check the sign-in and list the tokens; a token shown before is gone."""
         self.error = ""
@@ -54,7 +60,7 @@ class TokensState(PageMixin, AuthState):
         self.new_name = value
 
     @rx.event
-    @requires("authenticated")
+    @requires_door(ApiTokens.create)
     def create_token(self, form_data: dict):
         """Create a token with the typed name and show its text once."""
         name = (form_data.get("name") or self.new_name or "").strip()
@@ -62,7 +68,7 @@ class TokensState(PageMixin, AuthState):
         created: dict[str, str] = {}
 
         def create(session, user):
-            created["text"] = auth.create_api_token(session, user, name)[1]
+            created["text"] = _door(session, user).create(name)[1]
 
         ok, event = self._attempt(create)
         if ok:
@@ -97,12 +103,12 @@ class TokensState(PageMixin, AuthState):
             self.revoke_id = ""
 
     @rx.event
-    @requires("authenticated")
+    @requires_door(ApiTokens.revoke)
     def confirm_revoke(self):
         """Revoke the token the dialog asked about; calls with it fail from now on."""
         token_id, name = self.revoke_id, self.revoke_name
         self.revoke_id = ""
-        ok, event = self._attempt(lambda session, user: auth.revoke_api_token(session, user, token_id),
+        ok, event = self._attempt(lambda session, user: _door(session, user).revoke(token_id),
                                   success=f"Revoked '{name}'; it no longer works.")
         if ok and name == self.created_name:
             self.created_token = ""

@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from backend import __version__
 from backend.api.deps import CurrentUser, DbSession, bearer_token
-from backend.api.permissions import permission
+from backend.api.permissions import declared_by, permission
 from backend.api.schemas import (
     ApiTokenCreate,
     ApiTokenCreated,
@@ -20,19 +20,12 @@ from backend.api.schemas import (
     LoginRequest,
     LoginResponse,
 )
-from backend.auth import (
-    LoginFailed,
-    LoginThrottled,
-    create_api_token,
-    list_api_tokens,
-    login,
-    revoke_api_token,
-    revoke_token,
-)
+from backend.auth import LoginFailed, LoginThrottled, login, revoke_token
 from backend.db import session_scope
 from backend.features.registry import get_features
 from backend.rbac.access import AccessContext
 from backend.tenancy import instance_role_labels
+from backend.tokens import ApiTokens
 
 router = APIRouter(prefix="/api")
 
@@ -134,23 +127,24 @@ def features(user: CurrentUser) -> list[FeatureInfo]:
     return [FeatureInfo(code=f.code, label=f.label, icon=f.icon) for f in get_features().values()]
 
 
-@router.get("/me/tokens", response_model=list[ApiTokenOut], tags=["auth"], **permission("authenticated"))
+@router.get("/me/tokens", response_model=list[ApiTokenOut], tags=["auth"], **declared_by(ApiTokens.list))
 def list_tokens(user: CurrentUser, session: DbSession) -> list[ApiTokenOut]:
     """The caller's personal API tokens (names and dates; the token text is shown only once)."""
-    return [ApiTokenOut.model_validate(t) for t in list_api_tokens(session, user)]
+    return [ApiTokenOut.model_validate(t) for t in ApiTokens(AccessContext(session, user)).list()]
 
 
 @router.post("/me/tokens", status_code=201, response_model=ApiTokenCreated, tags=["auth"],
-             **permission("authenticated"))
+             **declared_by(ApiTokens.create))
 def create_token(body: ApiTokenCreate, user: CurrentUser, session: DbSession) -> ApiTokenCreated:
     """A new named personal API token; copy the token now, it is stored only hashed."""
-    row, token = create_api_token(session, user, body.name)
+    row, token = ApiTokens(AccessContext(session, user)).create(body.name)
     return ApiTokenCreated(id=row.id, name=row.name, sys_created_at=row.sys_created_at, token=token)
 
 
-@router.delete("/me/tokens/{tokenId}", status_code=204, tags=["auth"], **permission("authenticated"))
+@router.delete("/me/tokens/{tokenId}", status_code=204, tags=["auth"], **declared_by(ApiTokens.revoke))
 def revoke_token_route(
     token_id: Annotated[str, Path(alias="tokenId")], user: CurrentUser, session: DbSession
 ) -> Response:
-    revoke_api_token(session, user, token_id)
+    """Revoke one of the caller's tokens (404 for anybody else's)."""
+    ApiTokens(AccessContext(session, user)).revoke(token_id)
     return Response(status_code=204)

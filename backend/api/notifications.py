@@ -11,38 +11,45 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from backend.api.deps import CurrentUser, DbSession
-from backend.api.permissions import permission
+from backend.api.permissions import declared_by
 from backend.api.schemas import NotificationOut, ReadAllResult, UnreadCount
 from backend.notifications import service
+from backend.notifications.service import Notifications
+from backend.rbac.access import AccessContext
 
 router = APIRouter(prefix="/api/notifications", tags=["notifications"])
 
 NotificationId = Annotated[str, Path(alias="notificationId")]
 
 
-@router.get("", response_model=list[NotificationOut], **permission("authenticated"))
+def _door(user, session) -> Notifications:
+    return Notifications(AccessContext(session, user))
+
+
+@router.get("", response_model=list[NotificationOut], **declared_by(Notifications.list))
 def list_notifications(user: CurrentUser, session: DbSession,
                        unread: Annotated[bool, Query(description="only the unread ones")] = False,
                        limit: Annotated[int, Query(ge=1, le=service.LIST_LIMIT_MAX)] = 50,
                        ) -> list[NotificationOut]:
     """The caller's notifications, newest first."""
-    return [NotificationOut.model_validate(n) for n in service.list_notifications(session, user, unread, limit)]
+    return [NotificationOut.model_validate(n) for n in _door(user, session).list(unread, limit)]
 
 
-@router.get("/count", response_model=UnreadCount, **permission("authenticated"))
+@router.get("/count", response_model=UnreadCount, **declared_by(Notifications.unread_count))
 def count_unread(user: CurrentUser, session: DbSession) -> UnreadCount:
     """How many of the caller's notifications are unread (the shell's bell)."""
-    return UnreadCount(unread=service.unread_count(session, user))
+    return UnreadCount(unread=_door(user, session).unread_count())
 
 
-@router.post("/read-all", response_model=ReadAllResult, **permission("authenticated"))
+@router.post("/read-all", response_model=ReadAllResult, **declared_by(Notifications.mark_all_read))
 def read_all(user: CurrentUser, session: DbSession) -> ReadAllResult:
     """Mark every unread notification of the caller read."""
-    marked = service.mark_all_read(session, user)
-    return ReadAllResult(marked=marked, unread=service.unread_count(session, user))
+    door = _door(user, session)
+    marked = door.mark_all_read()
+    return ReadAllResult(marked=marked, unread=door.unread_count())
 
 
-@router.post("/{notificationId}/read", response_model=NotificationOut, **permission("authenticated"))
+@router.post("/{notificationId}/read", response_model=NotificationOut, **declared_by(Notifications.mark_read))
 def read_one(notification_id: NotificationId, user: CurrentUser, session: DbSession) -> NotificationOut:
     """Mark one of the caller's notifications read (404 for anybody else's)."""
-    return NotificationOut.model_validate(service.mark_read(session, user, notification_id))
+    return NotificationOut.model_validate(_door(user, session).mark_read(notification_id))

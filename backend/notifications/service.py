@@ -1,7 +1,8 @@
 """Notification rows: created for failed unattended runs, read by their own user only.
 
 Every read and change takes the signed-in user and touches only that user's rows; another
-user's notification is "not found", exactly like a missing one.
+user's notification is "not found", exactly like a missing one. :class:`Notifications` is the
+door the bell, the notifications page and /api/notifications call.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from sqlmodel import Session, select
 from backend.db.models import Notification, User, Workflow, WorkflowRun, utcnow
 from backend.engine.steps import split_error
 from backend.errors import FieldError, InvalidInput, NotFound
+from backend.rbac.access import AccessContext
+from backend.rbac.door import Door, guarded
 from backend.statemachines import workflow_run as run_lifecycle
 
 RUN_FAILED = "run.failed"
@@ -115,3 +118,30 @@ def mark_all_read(session: Session, user: User) -> int:
                           .values(read_at=utcnow())
                           .execution_options(synchronize_session="fetch"))
     return int(result.rowcount or 0)
+
+
+class Notifications(Door):
+    """The door to the signed-in user's own notifications: any signed-in user, their rows only."""
+
+    def __init__(self, access: AccessContext):
+        self.access = access
+
+    @guarded("authenticated")
+    def list(self, unread: bool = False, limit: int = 50) -> list[Notification]:
+        """The user's notifications, newest first (only the unread ones when `unread`)."""
+        return list_notifications(self.access.session, self.access.user, unread, limit)
+
+    @guarded("authenticated")
+    def unread_count(self) -> int:
+        """How many of the user's notifications are unread (the bell)."""
+        return unread_count(self.access.session, self.access.user)
+
+    @guarded("authenticated")
+    def mark_read(self, notification_id: str) -> Notification:
+        """Mark one of the user's notifications read; NotFound for anybody else's."""
+        return mark_read(self.access.session, self.access.user, notification_id)
+
+    @guarded("authenticated")
+    def mark_all_read(self) -> int:
+        """Mark every unread notification of the user read; how many were."""
+        return mark_all_read(self.access.session, self.access.user)
