@@ -1,4 +1,9 @@
-"""The one path by which anything runs an action: validate, authorise, run, report."""
+"""The one path by which anything runs an action: validate, authorise, run, report.
+
+:func:`may_run` is the one place an action's RESOURCE item (`resource.toolbox.<box>.<id>`) is
+checked; :class:`InstanceActions` is the door for callers that run actions directly in one of
+their feature instances (REST), guarded by the platform's TOOLBOXES_ITEM.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from backend.actions.base import ActionContext, ActionError, ActionResult
+from backend.actions.base import Action, ActionContext, ActionError, ActionResult
 from backend.actions.registry import ActionRegistry, get_registry
-from backend.errors import DomainError
+from backend.db.models import FeatureInstance
+from backend.errors import DomainError, Forbidden
+from backend.rbac.access import AccessContext
+from backend.rbac.door import Door, Permission, guarded
 from backend.rbac.rights import RESOURCE
+from backend.rbac.templates import TOOLBOXES_ITEM
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +40,12 @@ def _jsonable(output: Any) -> Any:
     return output
 
 
+def may_run(access: AccessContext, action: Action, mandate_id: str | None, instance_id: str | None) -> bool:
+    """Whether the user may call `action` in (mandate, instance): its RESOURCE item
+    `resource.toolbox.<toolbox>.<id>` (a rule on `resource.toolbox.<toolbox>.*` allows the box)."""
+    return access.resolve(RESOURCE, action.resource_item, mandate_id, instance_id).allowed
+
+
 def execute_action(
     action_id: str, params: dict[str, Any] | None, context: ActionContext, registry: ActionRegistry | None = None
 ) -> ActionResult:
@@ -48,8 +63,7 @@ def execute_action(
     except ValidationError as exc:
         return ActionResult(action_id, False, error=f"invalid parameters for {action_id}: {_field_errors(exc)}",
                             error_kind="invalid")
-    decision = context.access.resolve(RESOURCE, found.resource_item, context.mandate_id, context.feature_instance_id)
-    if not decision.allowed:
+    if not may_run(context.access, found, context.mandate_id, context.feature_instance_id):
         return ActionResult(action_id, False, error=f"your roles do not allow {action_id} "
                                                      f"(toolbox {found.toolbox})", error_kind="forbidden")
     # A failing action leaves nothing half-written: the writes of a `write` action live in a
@@ -70,3 +84,32 @@ def execute_action(
         return ActionResult(action_id, False, error=f"{action_id} failed unexpectedly: {type(exc).__name__}: {exc}",
                             error_kind="crashed")
     return ActionResult(action_id, True, output=output)
+
+
+class InstanceActions(Door):
+    """The action library as one user may run it directly in one of their feature instances."""
+
+    def __init__(self, context: ActionContext, instance: FeatureInstance):
+        self.context = context
+        self.access = context.access
+        self.instance = instance
+
+    @classmethod
+    def of(cls, context: ActionContext, instance_id: str) -> InstanceActions:
+        """The door of instance `instance_id` (NotFound when the user may not open it); sets the
+        context's mandate and instance to it."""
+        instance = context.access.require_instance(instance_id)
+        context.mandate_id, context.feature_instance_id = instance.mandate_id, instance.id
+        return cls(context, instance)
+
+    def enforce(self, permission: Permission) -> None:
+        """As Door.enforce, saying what was refused in the words of this door."""
+        try:
+            super().enforce(permission)
+        except Forbidden:
+            raise Forbidden("your roles in this instance do not allow running actions") from None
+
+    @guarded(RESOURCE, TOOLBOXES_ITEM)
+    def run(self, action_id: str, params: dict[str, Any] | None) -> ActionResult:
+        """Run one action (execute_action, which also checks the action's own item)."""
+        return execute_action(action_id, params, self.context)

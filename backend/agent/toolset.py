@@ -16,13 +16,13 @@ from sqlmodel import Session
 
 from backend.actions import get_registry
 from backend.actions.base import Action
+from backend.actions.executor import may_run
 from backend.actions.openai_tools import to_tool_definition, tool_name
 from backend.actions.toolboxes import TOOLBOXES, Toolbox
 from backend.agent.config import FEATURE_DATA_TOOLBOX, QUERY_FEATURE_INSTANCE, REQUEST_TOOLBOX, AgentConfig
 from backend.db.models import FeatureInstance, User
 from backend.features.registry import get_features
 from backend.rbac.access import AccessContext
-from backend.rbac.rights import RESOURCE
 
 TOOLBOX_BY_ID = {t.id: t for t in TOOLBOXES}
 
@@ -57,8 +57,7 @@ class Toolset:
                 action for action in registry.agent_tools([box])
                 if (action.connection_type is None or action.connection_type in connections)
                 and (action.instance_table is None or action.instance_table in tables)
-                and self.access.resolve(RESOURCE, action.resource_item, self.instance.mandate_id,
-                                        self.instance.id).allowed
+                and may_run(self.access, action, self.instance.mandate_id, self.instance.id)
             ]
         self.active = [box for box in self.config.initial_toolboxes if box in self._usable]
 
@@ -111,8 +110,7 @@ class Toolset:
                 self._targets = [
                     instance for instance in self.access.visible_instances()
                     if instance.feature_code in with_tables and instance.mandate_id == self.instance.mandate_id
-                    and any(self.access.resolve(RESOURCE, tool.resource_item, instance.mandate_id, instance.id).allowed
-                            for tool in tools)]
+                    and any(may_run(self.access, tool, instance.mandate_id, instance.id) for tool in tools)]
         return self._targets
 
     def definitions(self) -> list[dict[str, Any]]:

@@ -9,7 +9,8 @@ Every read goes through :func:`open_instance_data`, which checks on the server, 
 - the table is one of the feature's DATA_TABLES and the caller's DATA read level on
   `data.feature.<featureCode>.<table>` is not `none` (else "table not found": a table the caller
   may not read is not revealed);
-- rows are those of the instance only; with `own` only rows the caller created.
+- rows are those of the instance only; with `own` only rows the caller created (the one own/all
+  rule, backend.rbac.access.owner_filter, over each table's owner column or its parent's).
 
 Secret columns (password and token hashes, encrypted secrets, nonces, file bytes) are never
 selected: an explicit deny list, name patterns and binary column types exclude them, together
@@ -30,7 +31,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, Numeric, String, cast, false, func, select
+from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, Numeric, String, cast, func, literal, select
 from sqlalchemy import types as sqltypes
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, SQLModel
@@ -47,7 +48,7 @@ from backend.db.models import (
 )
 from backend.errors import FieldError, InvalidInput, NotFound
 from backend.features.registry import FeatureDefinition, get_feature
-from backend.rbac.access import AccessContext
+from backend.rbac.access import AccessContext, owner_filter
 from backend.rbac.rights import Level
 
 # The names under which agents see the featureData actions (backend/actions/methods/feature_data.py).
@@ -183,16 +184,24 @@ class DataTable:
             parents = parents.where(parent.c.mandate_id == instance.mandate_id)
         return table.c[via.fk].in_(parents)
 
-    def owner_condition(self, user_id: str) -> ColumnElement[bool] | None:
-        """Rows the user created; None when the table cannot tell (then `own` sees nothing)."""
+    def owner(self) -> Any:
+        """The expression naming a row's creator: its owner column, or its parent's (a correlated
+        subquery); NULL when the table cannot tell (then `own` sees nothing)."""
         table = self.sql_table
         if self.owner_column:
-            return table.c[self.owner_column] == user_id
+            return table.c[self.owner_column]
         if self.owner_via is not None:
             parent = self.owner_via.parent.__table__
-            return table.c[self.owner_via.fk].in_(
-                select(parent.c.id).where(parent.c[self.owner_via.column] == user_id))
-        return None
+            return (select(parent.c[self.owner_via.column])
+                    .where(parent.c.id == table.c[self.owner_via.fk]).scalar_subquery())
+        return literal(None, String)
+
+
+@dataclass(frozen=True)
+class _Owned:
+    """What backend.rbac.access.owner_filter narrows on: the rows' creator (`sys_created_by`)."""
+
+    sys_created_by: Any
 
 
 # The platform's tables, by DATA table name. A feature may add or override entries with a
@@ -278,6 +287,11 @@ class ReadableTable:
     table: DataTable
     level: Level
 
+    @property
+    def only_own(self) -> bool:
+        """Whether the caller reads only the rows they created (says the schema text)."""
+        return self.level == Level.OWN
+
 
 @dataclass
 class InstanceData:
@@ -310,19 +324,16 @@ class InstanceData:
 
     # --- queries ---
 
-    def conditions(self, readable: ReadableTable) -> list[ColumnElement[bool]]:
-        """Where rows of this table must stand for this caller: the instance, and for `own` their rows."""
+    def narrow(self, readable: ReadableTable, query: Any) -> Any:
+        """`query` over the table narrowed to the rows this caller may read: the instance's, and
+        by the own/all rule (owner_filter) on the table's creator."""
         table = readable.table
-        found = [table.instance_condition(self.instance)]
-        if readable.level == Level.OWN:
-            owner = table.owner_condition(self.user.id)
-            found.append(owner if owner is not None else false())
-        return found
+        query = query.where(table.instance_condition(self.instance))
+        return owner_filter(query, _Owned(table.owner()), readable.level, self.user.id)
 
     def count(self, readable: ReadableTable, extra: Iterable[ColumnElement[bool]] = ()) -> int:
-        query = select(func.count()).select_from(readable.table.sql_table).where(
-            *self.conditions(readable), *extra)
-        return int(self.session.execute(query).scalar_one())
+        query = select(func.count()).select_from(readable.table.sql_table).where(*extra)
+        return int(self.session.execute(self.narrow(readable, query)).scalar_one())
 
     def rows(self, readable: ReadableTable, columns: list[Any], where: Iterable[ColumnElement[bool]] = (),
              order_by: Any = None, descending: bool | None = None, limit: int = 20, offset: int = 0,
@@ -338,8 +349,7 @@ class InstanceData:
         ordering = [order_by.desc() if descending else order_by.asc()]
         primary = list(sql_table.primary_key.columns)
         ordering += [c.asc() for c in primary if c is not order_by]  # stable pages
-        query = (select(*columns).where(*self.conditions(readable), *where)
-                 .order_by(*ordering).limit(limit).offset(offset))
+        query = self.narrow(readable, select(*columns).where(*where)).order_by(*ordering).limit(limit).offset(offset)
         shortened = False
         found = []
         for row in self.session.execute(query).all():
@@ -527,7 +537,7 @@ def describe_tables(session: Session, user: User, mandate_id: str | None, instan
         if with_counts:
             count = data.count(readable)
             extras.append(f"{count:,} {'row' if count == 1 else 'rows'} visible to you")
-        if readable.level == Level.OWN:
+        if readable.only_own:
             extras.append("you may read only the rows you created")
         lines += ["", head + (f" ({'; '.join(extras)})" if extras else "")]
         for column in table.columns():
