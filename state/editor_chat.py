@@ -134,9 +134,10 @@ class EditorChatMixin(AgentChatMixin, mixin=True):
         self.error = self.notice = ""
         try:
             with self._user_session() as (session, user):
-                chat, runs = get_interface(user, None, self.instance_id, session).own_chat(chat_id)
+                history = get_interface(user, None, self.instance_id, session).own_chat(chat_id)
+                chat = history.chat
                 messages: list[ChatItem] = []
-                for run, steps in runs:
+                for run, steps in history.runs:
                     messages += items_of_run(run, steps)
                 self.chat_id, self.chat_title, self.messages = chat.id, chat.title, messages
         except NotSignedIn:

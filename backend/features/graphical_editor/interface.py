@@ -48,7 +48,7 @@ from backend.workflows.graph import default_graph
 from backend.workflows.validation import validate_graph
 
 if TYPE_CHECKING:
-    from backend.agent.service import AgentRequest
+    from backend.agent.service import AgentChats, AgentRequest, ChatHistory
 
 __all__ = ["FEATURE_CODE", "EditorRights", "GraphicalEditorInterface", "PageRights", "VersionView",
            "WorkflowSummary", "WorkflowView", "editor_instances", "get_interface", "interface_of_workflow",
@@ -147,13 +147,9 @@ class GraphicalEditorInterface(Door):
             return False
         return True
 
-    def _may(self, operation: str, item: str, row: Any) -> bool:
-        """The own/all rule for one row of this instance."""
-        return self.access.may(operation, item, row, self.instance.mandate_id, self.instance.id)
-
     def _require_row(self, operation: str, row: Any, what: str) -> None:
         """Forbidden unless the caller may `operation` this visible row."""
-        if not self._may(operation, WORKFLOW_DATA, row):
+        if not self.may(operation, WORKFLOW_DATA, row):
             raise Forbidden(f"your roles allow {operation} only on {what} you created")
 
     def _reads_all(self, item: str) -> bool:
@@ -163,7 +159,7 @@ class GraphicalEditorInterface(Door):
 
     def _shown(self, workflow: Workflow, graph: Any, masked: bool) -> dict[str, Any]:
         """`graph` with webhook secrets in clear for those who may change `workflow`, else masked."""
-        if not masked and self._may("update", WORKFLOW_DATA, workflow):
+        if not masked and self.may("update", WORKFLOW_DATA, workflow):
             return webhook_secrets.reveal(graph)
         return webhook_secrets.redact(graph)
 
@@ -196,15 +192,15 @@ class GraphicalEditorInterface(Door):
     @guarded(DATA, WORKFLOW_DATA, "read")
     def editor_rights(self, workflow: Workflow) -> EditorRights:
         """What the editor offers on `workflow`: editing, publishing, running, the AI chat."""
-        can_edit = self._may("update", WORKFLOW_DATA, workflow)
-        return EditorRights(can_edit=can_edit, can_publish=can_edit and self._holds(RESOURCE, PUBLISH),
-                            can_execute=self._holds(RESOURCE, EXECUTE),
-                            can_use_agent=self._holds(RESOURCE, USE_AGENT))
+        can_edit = self.may("update", WORKFLOW_DATA, workflow)
+        return EditorRights(can_edit=can_edit, can_publish=can_edit and self.may_call(type(self).change_version),
+                            can_execute=self.may_call(type(self).check_may_execute),
+                            can_use_agent=self.may_call(type(self).prepare_agent_run))
 
     @guarded(DATA, WORKFLOW_DATA, "read")
     def may_change(self, workflow: Workflow) -> bool:
         """Whether the caller may change `workflow` (update it, save its draft)."""
-        return self._may("update", WORKFLOW_DATA, workflow)
+        return self.may("update", WORKFLOW_DATA, workflow)
 
     @guarded(RESOURCE, EXECUTE)
     def check_may_execute(self) -> None:
@@ -220,7 +216,7 @@ class GraphicalEditorInterface(Door):
     @guarded(DATA, WORKFLOW_DATA, "read")
     def list_workflows(self) -> list[Workflow]:
         """The workflows the caller may read, newest change first."""
-        return [w for w in service.list_workflows(self.session, self.instance) if self._may("read", WORKFLOW_DATA, w)]
+        return [w for w in service.list_workflows(self.session, self.instance) if self.may("read", WORKFLOW_DATA, w)]
 
     @guarded(DATA, WORKFLOW_DATA, "read")
     def workflow_summaries(self) -> list[WorkflowSummary]:
@@ -233,7 +229,7 @@ class GraphicalEditorInterface(Door):
     def get_workflow(self, workflow_id: str) -> Workflow:
         """The workflow, NotFound when it is not this instance's or not the caller's to read."""
         workflow = service.get_workflow(self.session, self.instance, workflow_id)
-        if not self._may("read", WORKFLOW_DATA, workflow):
+        if not self.may("read", WORKFLOW_DATA, workflow):
             raise NotFound(f"workflow {workflow_id} not found")
         return workflow
 
@@ -252,7 +248,7 @@ class GraphicalEditorInterface(Door):
         """Node id → its newest output in the caller's newest readable run of `workflow` ({} before
         any), for the `{{ }}` suggestions of the parameter panel."""
         query = select(WorkflowRun.id).where(WorkflowRun.workflow_id == workflow.id)
-        query = self.access.visible(query, WorkflowRun, RUN_DATA, self.instance.mandate_id, self.instance.id)
+        query = self.visible(query, WorkflowRun, RUN_DATA)
         run_id = self.session.exec(query.order_by(WorkflowRun.started_at.desc(), WorkflowRun.id.desc())).first()
         if run_id is None:
             return {}
@@ -383,7 +379,7 @@ class GraphicalEditorInterface(Door):
             if status not in known:
                 raise InvalidInput([FieldError("status", f"must be one of {', '.join(known)}")])
             query = query.where(WorkflowRun.status == status)
-        query = self.access.visible(query, WorkflowRun, RUN_DATA, self.instance.mandate_id, self.instance.id)
+        query = self.visible(query, WorkflowRun, RUN_DATA)
         return list(self.session.exec(query.order_by(WorkflowRun.started_at.desc())).all())
 
     def _run_reader(self) -> str | None:
@@ -406,7 +402,7 @@ class GraphicalEditorInterface(Door):
     def get_run(self, run_id: str) -> WorkflowRun:
         """The run, NotFound when it is not this instance's or not the caller's to read."""
         run = self.session.get(WorkflowRun, run_id)
-        if run is None or run.feature_instance_id != self.instance.id or not self._may("read", RUN_DATA, run):
+        if run is None or run.feature_instance_id != self.instance.id or not self.may("read", RUN_DATA, run):
             raise NotFound(f"run {run_id} not found")
         return run
 
@@ -452,29 +448,31 @@ class GraphicalEditorInterface(Door):
                 "Graphical Editor. Change it only with the workflow tools, passing this workflowId; every change "
                 f"is validated. Its current graph:\n{json.dumps(graph, ensure_ascii=False, separators=(',', ':'))}")
 
+    def _chats(self) -> AgentChats:
+        """The agent chats door of this instance."""
+        from backend.agent.service import AgentChats  # the agent imports the workflow tools, which import this
+
+        return AgentChats(self.access, self.instance)
+
     @guarded(RESOURCE, USE_AGENT)
     def prepare_agent_run(self, workflow: Workflow, prompt: Any,
                           chat_id: str | None = None) -> AgentRequest:
         """Check and prepare the editor agent's run about `workflow` (its graph in the system prompt)."""
-        from backend.agent import service as agent_service  # the agent imports the workflow tools, which import this
-        return agent_service.prepare_run(self.access, self.instance.id, prompt, chat_id or None,
-                                         system_extra=self.agent_context(workflow))
+        return self._chats().prepare_run(prompt, chat_id or None, system_extra=self.agent_context(workflow))
 
     @guarded(DATA, CHAT_DATA, "read")
     def own_chats(self) -> list[Any]:
-        """The caller's own editor chats in this instance (AgentChat rows), newest first."""
-        from backend.agent import service as agent_service
-        return [c for c in agent_service.list_chats(self.access, self.instance.id) if c.sys_created_by == self.user.id]
+        """The caller's own editor chats in this instance (AgentChat rows), last continued first."""
+        return [c for c in self._chats().list_chats() if c.sys_created_by == self.user.id]
 
     @guarded(DATA, CHAT_DATA, "read")
-    def own_chat(self, chat_id: str) -> tuple[Any, list[tuple[Any, list[Any]]]]:
-        """One of the caller's own chats with its runs (oldest first) and each run's steps; NotFound otherwise."""
-        from backend.agent import service as agent_service
-        chat = agent_service.get_chat(self.access, self.instance, chat_id)
-        if chat.sys_created_by != self.user.id:
+    def own_chat(self, chat_id: str) -> ChatHistory:
+        """One of the caller's own chats with its runs (oldest first) and their traces; NotFound otherwise
+        (others' chats may be readable, but the editor's sidebar shows and continues only one's own)."""
+        history = self._chats().chat_history(chat_id)
+        if not history.mine:
             raise NotFound(f"chat {chat_id} not found")
-        runs = reversed(agent_service.list_runs(self.access, self.instance.id, chat.id))
-        return chat, [(run, agent_service.run_steps(self.access, run)) for run in runs]
+        return history
 
 
 # --- helpers ------------------------------------------------------------------------------------
