@@ -133,16 +133,17 @@ class Door:
             return item.of(self.feature_code)
         return item
 
-    def call_scope(self, method: str, arguments: dict[str, Any]) -> tuple[str | None, str | None]:
+    def call_scope(self, method: str, arguments: dict[str, Any]) -> tuple[str | None, str | None] | None:
         """The (mandate id, instance id) one call of the guarded `method` is checked in.
 
-        `scope` by default. A door whose methods name what they act on (the administration is
-        called with a mandate id, the Inbox with a task id) overrides this and resolves the scope
-        from the call's `arguments` (by parameter name, without ``self``). It raises NotFound for
-        an object the caller may not see, before any permission is checked, so a foreign id
-        answers 404 exactly like a missing one.
+        None by default: the door's own `scope`. A door whose methods name what they act on (the
+        administration is called with a mandate id, the Inbox with a task id) overrides this and
+        resolves the scope from the call's `arguments` (by parameter name, without ``self``); its
+        ``enforce`` then takes that scope as second argument. It raises NotFound for an object the
+        caller may not see, before any permission is checked, so a foreign id answers 404 exactly
+        like a missing one. Only such doors pay for binding the arguments.
         """
-        return self.scope
+        return None
 
     def enforce(self, permission: Permission, scope: tuple[str | None, str | None] | None = None) -> None:
         """Raise Forbidden unless the user holds `permission` in `scope` (default: this door's)."""
@@ -205,11 +206,16 @@ def guarded(kind: str, item: str | None = None, operation: str | None = None) ->
 
         @functools.wraps(fn)
         def checked(self: Door, *args: Any, **kwargs: Any) -> Any:
-            arguments = signature.bind(self, *args, **kwargs).arguments
-            arguments.pop(next(iter(signature.parameters)), None)
-            scope = self.call_scope(target.__name__, dict(arguments))
+            scope = None
+            if type(self).call_scope is not Door.call_scope:
+                arguments = signature.bind(self, *args, **kwargs).arguments
+                arguments.pop(next(iter(signature.parameters)), None)
+                scope = self.call_scope(target.__name__, dict(arguments))
             for declared in (permission, *inner_permissions):
-                self.enforce(declared, scope)
+                if scope is None:
+                    self.enforce(declared)
+                else:
+                    self.enforce(declared, scope)
             return target(self, *args, **kwargs)
 
         setattr(checked, ATTRIBUTE, (permission, *inner_permissions))
