@@ -77,14 +77,6 @@ def matches(filter_value: Any, event_type: str, payload: Any, where: str = "") -
     return False
 
 
-def _may_execute(door: Any) -> bool:
-    try:
-        door.check_may_execute()
-    except Forbidden:
-        return False
-    return True
-
-
 def executable_instances(session: Session, user: User) -> list[FeatureInstance]:
     """Graphical Editor instances of the user's own mandates where they may execute workflows."""
     from backend.features.graphical_editor.interface import GraphicalEditorInterface  # the feature imports the engine
@@ -94,7 +86,7 @@ def executable_instances(session: Session, user: User) -> list[FeatureInstance]:
     instances = session.exec(select(FeatureInstance).where(FeatureInstance.feature_code == FEATURE_CODE,
                                                            FeatureInstance.mandate_id.in_(mandates))).all()
     return [i for i in instances if access.can_open_instance(i)
-            and _may_execute(GraphicalEditorInterface(access, i))]
+            and GraphicalEditorInterface(access, i).may_call(GraphicalEditorInterface.check_may_execute)]
 
 
 def listeners(session: Session, instances: list[FeatureInstance], event_type: str,

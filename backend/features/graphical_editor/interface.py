@@ -139,10 +139,10 @@ class GraphicalEditorInterface(Door):
 
     # --- checks (private) -----------------------------------------------------------------------
 
-    def _holds(self, kind: str, item: str, operation: str | None = None) -> bool:
-        """Whether the caller holds this permission here (the check guarded makes, as a flag)."""
+    def _holds(self, kind: str, item: str) -> bool:
+        """Whether the caller holds this UI or RESOURCE item here (for a button no method declares)."""
         try:
-            self.enforce(Permission(kind, item, operation))
+            self.enforce(Permission(kind, item))
         except Forbidden:
             return False
         return True
@@ -184,7 +184,7 @@ class GraphicalEditorInterface(Door):
     def page_rights(self) -> PageRights:
         """The Workflows page's buttons: create (button and create right), rename, delete."""
         return PageRights(
-            can_create=self._holds(UI, CREATE_BUTTON) and self._holds(DATA, WORKFLOW_DATA, "create"),
+            can_create=self._holds(UI, CREATE_BUTTON) and self.may_call(type(self).create_workflow),
             can_rename=self._holds(UI, RENAME_BUTTON),
             can_delete=self._holds(UI, DELETE_BUTTON),
         )
