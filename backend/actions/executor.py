@@ -102,10 +102,10 @@ class InstanceActions(Door):
         context.mandate_id, context.feature_instance_id = instance.mandate_id, instance.id
         return cls(context, instance)
 
-    def enforce(self, permission: Permission) -> None:
+    def enforce(self, permission: Permission, scope: tuple[str | None, str | None] | None = None) -> None:
         """As Door.enforce, saying what was refused in the words of this door."""
         try:
-            super().enforce(permission)
+            super().enforce(permission, scope)
         except Forbidden:
             raise Forbidden("your roles in this instance do not allow running actions") from None
 
