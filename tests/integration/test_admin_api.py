@@ -408,3 +408,41 @@ def test_permissions_view_names_the_deciding_role_level_and_rule_for_a_viewer(ap
                           headers=vera_headers).status_code == 403
     default_editor = api.instance_id
     assert api.client.get(url, params={"instanceId": default_editor}, headers=acme.admin).status_code == 404
+
+
+# --- the administration door -------------------------------------------------------------------------
+
+
+def test_the_administration_door_declares_checks_in_the_called_mandate_and_answers_what_pages_show(api, acme):
+    from backend.admin import MANAGE_ACCESS, Administration
+    from backend.errors import Forbidden, NotFound
+    from backend.rbac.access import AccessContext
+    from backend.rbac.door import permissions_of
+    from backend.rbac.templates import MANAGE_USERS
+
+    assert [(p.kind, p.item) for p in permissions_of(Administration.list_members)] == [("RESOURCE", MANAGE_USERS)]
+    assert [p.item for p in permissions_of(Administration.set_access)] == [MANAGE_ACCESS]
+    vera = add_user(api, acme, "vera", ["viewer"])
+    other = make_mandate(api, "Other", "olga")
+    with session_scope() as session:
+        alice = Administration(AccessContext(session, session.get(User, acme.admin_id)))
+        viewer = Administration(AccessContext(session, session.get(User, vera)))
+        assert alice.navigation_rights() and not viewer.navigation_rights()
+        assert [m.id for m in alice.admin_mandates()] == [acme.id] and viewer.admin_mandates() == []
+        tabs = alice.tabs(acme.id)
+        assert (tabs.mandates, tabs.users, tabs.instances, tabs.permissions) == (False, True, True, True)
+        with pytest.raises(Forbidden):
+            viewer.tabs(acme.id)
+        with pytest.raises(Forbidden):  # a visible mandate the viewer may not administer
+            viewer.list_members(acme.id)
+        with pytest.raises(NotFound):  # another mandate is not found, before any right is checked
+            alice.list_members(other.id)
+        with pytest.raises(NotFound):
+            alice.list_access(other.editor_id)
+        with pytest.raises(NotFound):  # an instance the viewer may not open
+            viewer.list_access(acme.editor_id)
+        assert isinstance(alice.list_access(acme.editor_id), list)  # manageInstances of the mandate
+        # Anybody may read their own rights; another member's need viewPermissions.
+        assert viewer.explain(acme.id, vera, context="UI", item="ui.admin")[0].allowed is False
+        with pytest.raises(Forbidden):
+            viewer.explain(acme.id, acme.admin_id)

@@ -250,3 +250,31 @@ def test_the_history_lists_the_last_finished_tasks_first_up_to_the_limit(api):
         open_ones = [task.id for task, _may in tasks.list_visible_tasks(access, "pending")]
     assert shown == [finished[2], finished[1]]  # the last finished first, cut at the limit
     assert pending in open_ones and not set(finished) & set(open_ones)
+
+
+def test_the_inbox_door_gives_rows_joined_with_names_and_what_the_user_may_do(api):
+    from backend.errors import NotFound
+
+    make_user("vera2", ["viewer"], {api.instance_id: ["graphicalEditor-viewer"]})
+    run = start(api, approval({"user": me(api)}, "Sign it"))
+    task_id = task_of(run["id"])
+    with access_of("admin") as access:
+        rows = [r for r in tasks.Inbox(access).pending() if r.task.id == task_id]
+        assert len(rows) == 1 and rows[0].may_complete and rows[0].may_cancel
+        assert rows[0].workflow.name.startswith("wf-") and rows[0].instance_label
+        assert rows[0].usernames[me(api)] == "admin"
+    with access_of("vera2") as access:
+        inbox = tasks.Inbox(access)
+        (row,) = [r for r in inbox.pending() if r.task.id == task_id]
+        assert (row.may_complete, row.may_cancel) == (False, False)  # read only
+        assert inbox.open(task_id).id == task_id and inbox.pending_count() == 0
+        with pytest.raises(Forbidden):
+            inbox.cancel(task_id, "not mine")
+        with pytest.raises(Forbidden):
+            inbox.complete(task_id, {"approved": True})
+        with pytest.raises(NotFound):
+            inbox.open(uuid.uuid4().hex)
+    with access_of("admin") as access:
+        task, cancelled = tasks.Inbox(access).cancel(task_id, "done elsewhere")
+        assert task.status == "cancelled" and cancelled.status == "cancelled"
+        assert [r.task.id for r in tasks.Inbox(access).history()][:1] == [task_id]
