@@ -500,3 +500,35 @@ def test_chats_can_be_renamed_and_deleted_with_their_runs(api, ai_server):
     assert api.client.get(f"{base}/runs/{events[0][1]['runId']}", headers=api.auth).status_code == 404
     assert api.client.get(f"{base}/runs", params={"chatId": chat_id}, headers=api.auth).status_code == 404
     assert api.client.delete(f"{base}/chats/{chat_id}", headers=api.auth).status_code == 404
+
+
+def test_the_chat_doors_list_chats_with_what_each_user_may_do(api):
+    from backend.agent.service import AgentChats
+    from backend.features.workspace.interface import WorkspaceInterface, get_interface
+    from backend.rbac.access import AccessContext
+    from backend.rbac.door import permissions_of
+
+    assert [p.as_dict() for p in permissions_of(AgentChats.rename_chat)] == [
+        {"kind": "DATA", "item": "data.feature.{featureCode}.chat", "operation": "update"}]
+    assert [p.as_dict() for p in permissions_of(WorkspaceInterface.prepare_run)] == [
+        {"kind": "RESOURCE", "item": "resource.feature.workspace.useAgent"}]
+    with session_scope() as session:
+        instance = session.get(FeatureInstance, workspace_id(api))
+        uma = User(username="uma", display_name="Uma User")
+        session.add(uma)
+        session.flush()
+        grant_mandate_roles(session, uma, session.get(Mandate, instance.mandate_id), ["user"])
+        grant_instance_roles(session, uma, instance, ["workspace-user"])
+    with session_scope() as session:
+        admin = session.exec(select(User).where(User.username == "admin")).one()
+        uma = session.exec(select(User).where(User.username == "uma")).one()
+        theirs = get_interface(admin, None, workspace_id(api), session).prepare_run("The admin's question").chat_id
+        mine = AgentChats.of(AccessContext(session, uma), workspace_id(api)).prepare_run("Uma's question").chat_id
+    with session_scope() as session:
+        uma = session.exec(select(User).where(User.username == "uma")).one()
+        iface = get_interface(uma, None, workspace_id(api), session)
+        assert iface.can_use_agent()
+        rows = {c.id: (c.mine, c.can_rename, c.can_delete) for c in iface.chat_rows()}
+        assert rows[mine] == (True, True, True) and rows[theirs] == (False, False, False)
+        history = iface.chat_history(theirs)
+        assert (history.chat.id, history.mine, history.runs) == (theirs, False, [])

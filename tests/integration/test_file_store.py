@@ -349,6 +349,32 @@ def test_a_viewer_cannot_write(workspace):
     assert counts() == before
 
 
+def test_the_door_declares_the_instance_features_item_and_lists_a_folder_with_flags(workspace):
+    from backend.rbac.access import AccessContext
+    from backend.rbac.door import permissions_of
+
+    declared = permissions_of(service.FileStore.rename_file)
+    assert [p.as_dict() for p in declared] == [
+        {"kind": "DATA", "item": "data.feature.{featureCode}.file", "operation": "update"}]
+    alice = workspace.add_user("alina", ["user"], ["workspace-user"])
+    viewer = workspace.add_user("vito", ["viewer"], ["workspace-viewer"])
+    with session_scope() as session:
+        service.write_text(workspace.scope(session), "/docs/admin.txt", "the admin's")
+        service.write_text(workspace.scope(session, alice), "/docs/alina.txt", "alina's")
+    with session_scope() as session:
+        store = service.FileStore.of(AccessContext(session, session.get(User, alice)), workspace.instance_id)
+        assert store.item_of(service.FILE) == "data.feature.workspace.file"
+        view = store.folder_view("/docs")
+        assert view.folder == "/docs" and view.can_upload
+        assert [(r.entry.name, r.can_rename, r.can_delete) for r in view.files] == [
+            ("admin.txt", False, False), ("alina.txt", True, True)]
+        assert store.folder_view("/gone").folder == "/"  # a folder gone meanwhile: the root
+        as_viewer = service.FileStore.of(AccessContext(session, session.get(User, viewer)), workspace.instance_id)
+        assert as_viewer.may_call(service.FileStore.folder_view)
+        assert not as_viewer.may_call(service.FileStore.store_file)
+        assert not any(r.can_rename or r.can_delete for r in as_viewer.folder_view("/docs").files)
+
+
 # --- actions ------------------------------------------------------------------------------------------
 
 

@@ -205,6 +205,35 @@ def test_state_holds_no_sql_and_no_rbac_logic():
     assert not wrong, "state/ must call a door instead:\n" + "\n".join(wrong)
 
 
+def test_a_feature_item_is_declared_in_pattern_form_and_checked_for_the_doors_feature():
+    from types import SimpleNamespace
+
+    from backend.rbac.door import Door, FeatureItem, guarded, permissions_of
+
+    item = FeatureItem.data("file")
+    assert item == "data.feature.{featureCode}.file" and isinstance(item, str)
+    assert item.of("workspace") == "data.feature.workspace.file"
+    assert FeatureItem.resource("useAgent").of("graphicalEditor") == "resource.feature.graphicalEditor.useAgent"
+    checked = []
+
+    class Store(Door):
+        def __init__(self, code: str | None):
+            self.instance = SimpleNamespace(id="i1", mandate_id="m1", feature_code=code) if code else None
+            self.access = SimpleNamespace(resolve=lambda context, item, mandate, instance: checked.append(
+                (context, item, mandate, instance)) or SimpleNamespace(allowed=True))
+
+        @guarded("RESOURCE", FeatureItem.resource("useAgent"))
+        def run(self) -> str:
+            return "ran"
+
+    assert permissions_of(Store.run)[0].as_dict() == {"kind": "RESOURCE",
+                                                       "item": "resource.feature.{featureCode}.useAgent"}
+    assert Store("workspace").run() == "ran" and Store("workspace").may_call(Store.run)
+    assert checked[0] == ("RESOURCE", "resource.feature.workspace.useAgent", "m1", "i1")
+    with pytest.raises(ValueError, match="no feature_code"):
+        Store(None).run()
+
+
 # --- a throw-away feature folder ---------------------------------------------------------------------
 
 MAIN = '''
