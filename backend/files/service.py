@@ -10,8 +10,9 @@ anything with `session`, `user`, `mandate_id` and `feature_instance_id` (an Acti
 
 - read `all` sees every file, `own` only the files the user created, `none` nothing (folders
   are structure: everyone who may read files sees every folder);
-- create is needed for new files and folders, update (own: rows the user created) for
-  overwriting and renaming, delete (own likewise) for deleting.
+- create is needed for writing files (new or replaced) and creating folders, update (own: rows
+  the user created) in addition for overwriting, and for renaming; delete (own likewise) for
+  deleting.
 
 Paths look like `/reports/2024/summary.md` (the leading slash is optional, `/` is the root).
 Names must not be empty, `.` or `..`, contain `/` or control characters, or start or end with
