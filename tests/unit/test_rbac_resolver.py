@@ -374,3 +374,64 @@ def test_resolver_system_administrator_gets_everything_and_a_disabled_user_nothi
             for user in (admin, root):
                 decision = AccessResolver(session, user).resolve(context, item, mandate.id)
                 assert decision.rights == NO_RIGHTS and decision.explain() == "the account is disabled"
+
+
+# --- a door's per-call scope (backend.rbac.door.Door.call_scope) --------------------------------------
+
+
+def test_a_door_checks_a_call_in_the_scope_its_arguments_name_and_not_found_comes_first():
+    from types import SimpleNamespace
+
+    from backend.errors import Forbidden, NotFound
+    from backend.rbac.door import Door, guarded
+    from backend.rbac.templates import MANAGE_USERS
+
+    asked: list[tuple] = []
+
+    class FakeAccess:
+        user = SimpleNamespace(id="u1", is_sysadmin=False)
+
+        def resolve(self, context, item, mandate_id, instance_id=None):
+            asked.append((context, item, mandate_id, instance_id))
+            return SimpleNamespace(allowed=mandate_id == "mine")
+
+    class ByMandate(Door):
+        def __init__(self):
+            self.access = FakeAccess()
+
+        def call_scope(self, method, arguments):
+            if arguments["mandate_id"] == "foreign":
+                raise NotFound("mandate foreign not found")
+            return arguments["mandate_id"], None
+
+        @guarded("RESOURCE", MANAGE_USERS)
+        def members(self, mandate_id: str, *, extra: int = 0) -> str:
+            return f"members of {mandate_id}"
+
+    door = ByMandate()
+    assert door.members("mine") == "members of mine"
+    assert door.members(mandate_id="mine", extra=1) == "members of mine"
+    with pytest.raises(Forbidden):
+        door.members("other")
+    asked.clear()
+    with pytest.raises(NotFound):
+        door.members("foreign")
+    assert asked == []  # no right was looked up for a mandate the caller may not see
+
+    class Plain(Door):  # no call_scope: its own scope, and an enforce(permission) of one argument
+        mandate_id = "mine"
+
+        def __init__(self):
+            self.access = FakeAccess()
+            self.seen = []
+
+        def enforce(self, permission):
+            self.seen.append(permission.item)
+            super().enforce(permission)
+
+        @guarded("RESOURCE", MANAGE_USERS)
+        def members(self) -> str:
+            return "members"
+
+    plain = Plain()
+    assert plain.members() == "members" and plain.seen == [MANAGE_USERS]
