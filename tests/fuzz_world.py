@@ -10,6 +10,8 @@ a notification.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,16 @@ from fastapi.testclient import TestClient
 from backend.api.app import create_api
 from backend.auth import create_api_token, hash_password, issue_token
 from backend.db import session_scope
-from backend.db.models import AgentChat, AgentRun, HumanTask, Notification, User, WorkflowRun
+from backend.db.models import (
+    AgentChat,
+    AgentRun,
+    FeatureInstance,
+    HumanTask,
+    Mandate,
+    Notification,
+    User,
+    WorkflowRun,
+)
 from backend.features.registry import get_features
 from backend.files import service as files
 from backend.tenancy import create_feature_instance, create_mandate, grant_mandate_roles
@@ -43,8 +54,12 @@ class FuzzWorld:
     token: str
     ids: dict[str, Any]
 
-    def path_values(self, path: str, generated: dict[str, Any] | None) -> dict[str, Any]:
-        """`generated` path parameters with every id parameter replaced by the world's object."""
+    def path_values(self, method: str, path: str, generated: dict[str, Any] | None) -> dict[str, Any]:
+        """`generated` path parameters with every id parameter replaced by the world's object.
+
+        A DELETE gets a fresh object of its own to delete, so the seeded one stays for the
+        operations after it.
+        """
         values = dict(generated or {})
         feature = path.split("/")[2]
         for name in values:
@@ -53,7 +68,39 @@ class FuzzWorld:
                 values[name] = known.get(feature, known["default"])
             elif known is not None:
                 values[name] = known
+        doomed = DOOMED.get(path) if method.lower() == "delete" else None
+        if doomed is not None:
+            with session_scope() as session:
+                values[doomed[0]] = doomed[1](session, self.ids, feature)
         return values
+
+    def parameter_config(self) -> dict[str, Any]:
+        """Schemathesis configuration fixing every id path parameter, in every phase.
+
+        The `map_path_parameters` hook (path_values) is not applied by the coverage phase, so
+        the ids are fixed by configuration as well: features by path prefix, and DELETE
+        operations aim at objects seeded to be deleted (the first DELETE succeeds, later ones
+        answer 404 while the seeded objects stay for every other operation).
+        """
+        ids, doomed = self.ids, self.ids["doomed"]
+
+        def on(code: str) -> dict[str, str]:
+            return {"path.instanceId": ids["instanceId"][code], "path.chatId": ids["chatId"][code],
+                    "path.agentRunId": ids["agentRunId"][code]}
+
+        shared = {f"path.{name}": ids[name] for name in SHARED_PATH_IDS}
+        deleting = {**shared, "path.workflowId": doomed["workflowId"], "path.fileId": doomed["fileId"],
+                    "path.tokenId": doomed["tokenId"], "path.userId": doomed["userId"]}
+        return {
+            "parameters": {**shared, **on(EDITOR)},
+            "operations": [
+                {"include-method": "DELETE", "include-path-regex": f"^/api/{WORKSPACE}/",
+                 "parameters": {**deleting, **on(WORKSPACE), "path.chatId": doomed["chatId"][WORKSPACE]}},
+                {"include-method": "DELETE", "exclude-path-regex": f"^/api/{WORKSPACE}/",
+                 "parameters": {**deleting, **on(EDITOR), "path.chatId": doomed["chatId"][EDITOR]}},
+                {"include-path-regex": f"^/api/{WORKSPACE}/", "parameters": {**shared, **on(WORKSPACE)}},
+            ],
+        }
 
     def headers_for(self, method: str, path: str) -> dict[str, str]:
         """The admin's bearer header; logout gets a token of its own each time it is called."""
@@ -62,6 +109,50 @@ class FuzzWorld:
             with session_scope() as session:
                 token = issue_token(session, session.get(User, self.ids["adminId"])).token
         return {"Authorization": f"Bearer {token}"}
+
+
+def _doomed_workflow(session, ids: dict[str, Any], _feature: str) -> str:
+    instance = session.get(FeatureInstance, ids["instanceId"][EDITOR])
+    admin = session.get(User, ids["adminId"])
+    return service.create_workflow(session, admin, instance, f"Doomed {uuid.uuid4().hex}").id
+
+
+def _doomed_file(session, ids: dict[str, Any], _feature: str) -> str:
+    scope = files.FileScope(session, session.get(User, ids["adminId"]), ids["mandateId"], ids["instanceId"][WORKSPACE])
+    return files.write_text(scope, f"/doomed/{uuid.uuid4().hex}.txt", "to be deleted").id
+
+
+def _doomed_chat(session, ids: dict[str, Any], feature: str) -> str:
+    chat = AgentChat(mandate_id=ids["mandateId"], feature_instance_id=ids["instanceId"][feature], title="Doomed chat",
+                     sys_created_by=ids["adminId"])
+    session.add(chat)
+    session.flush()
+    return chat.id
+
+
+def _doomed_token(session, ids: dict[str, Any], _feature: str) -> str:
+    return create_api_token(session, session.get(User, ids["adminId"]), f"doomed {uuid.uuid4().hex}")[0].id
+
+
+def _doomed_member(session, ids: dict[str, Any], _feature: str) -> str:
+    user = User(username=f"doomed-{uuid.uuid4().hex[:12]}", display_name="Doomed member")
+    session.add(user)
+    session.flush()
+    grant_mandate_roles(session, user, session.get(Mandate, ids["mandateId"]), ["user"])
+    return user.id
+
+
+# Id path parameters that name the same seeded object on every route.
+SHARED_PATH_IDS = ("mandateId", "userId", "workflowId", "runId", "taskId", "tokenId", "fileId", "notificationId")
+# DELETE path → (the parameter naming what is deleted, a factory of a fresh object to delete).
+DOOMED: dict[str, tuple[str, Callable[..., str]]] = {
+    "/api/graphicalEditor/{instanceId}/workflows/{workflowId}": ("workflowId", _doomed_workflow),
+    "/api/workspace/{instanceId}/files/{fileId}": ("fileId", _doomed_file),
+    "/api/graphicalEditor/{instanceId}/agent/chats/{chatId}": ("chatId", _doomed_chat),
+    "/api/workspace/{instanceId}/agent/chats/{chatId}": ("chatId", _doomed_chat),
+    "/api/me/tokens/{tokenId}": ("tokenId", _doomed_token),
+    "/api/mandates/{mandateId}/users/{userId}": ("userId", _doomed_member),
+}
 
 
 def seed_world(monkeypatch) -> FuzzWorld:
@@ -74,6 +165,10 @@ def seed_world(monkeypatch) -> FuzzWorld:
 
     reset_settings_cache()
     ids = _seed()
+    with session_scope() as session:
+        ids["doomed"] = {name: factory(session, ids, EDITOR) for name, factory in DOOMED.values()
+                         if name != "chatId"}
+        ids["doomed"]["chatId"] = {code: _doomed_chat(session, ids, code) for code in (EDITOR, WORKSPACE)}
     app = create_api()
     with TestClient(app) as client:
         answer = client.post("/api/auth/login", json={"username": ADMIN[0], "password": ADMIN[1]})

@@ -9,7 +9,8 @@ the body `ErrorOut`: `{"detail": str, "errors"?: [{nodeId, field, message}]}`.
 
 Rules (the status codes an operation gets):
 
-- 400: it takes a request body (a body that is not valid UTF-8 or not JSON is refused naming it);
+- 400: it takes a request body or changes state (backend/api/input_guard.py refuses a body that is
+  not valid UTF-8 before any route; webhooks are not guarded: their raw body is signed);
 - 401: it is not public (no valid bearer token);
 - 403: its permission is sysadmin, UI, RESOURCE or DATA (the caller's roles refuse it);
 - 404: it has path parameters or query parameters naming an object (`…Id`): unknown objects
@@ -65,7 +66,7 @@ BEARER = {"bearerAuth": {"type": "http", "scheme": "bearer",
 RETRY_AFTER = {"Retry-After": {"description": "seconds to wait before trying again",
                                "schema": {"type": "string"}}}
 DESCRIPTIONS = {
-    400: "The body is not valid UTF-8 or not valid JSON; `detail` names the body.",
+    400: "The body is not valid UTF-8; `detail` names the body.",
     401: "Missing, expired or revoked bearer token (or, for public triggers, bad credentials).",
     403: "The caller's roles do not allow this.",
     404: "Unknown object, or one the caller may not see (the answer is the same).",
@@ -79,6 +80,7 @@ FORBIDDEN_KINDS = ("sysadmin", "UI", "RESOURCE", "DATA")
 STATE_CHANGING = ("post", "put", "patch", "delete")
 HOOK = "/api/hooks/{workflowId}/{path}"
 PROBED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+UNGUARDED = "/api/hooks/"  # input_guard.UNGUARDED_PREFIXES
 EXTRA_STATUSES: dict[tuple[str, str], tuple[int, ...]] = {
     ("post", "/api/auth/login"): (401, 429),
     ("get", "/api/auth/oidc/callback"): (404,),  # single sign-on is off
@@ -98,7 +100,11 @@ EXTRA_BY_SUFFIX: dict[tuple[str, str], tuple[int, ...]] = {
 
 
 def install(api: FastAPI) -> None:
-    """Let `api.openapi()` answer the generated document with every error answer documented."""
+    """Let `api.openapi()` answer the generated document with every error answer documented.
+
+    Args:
+        api: the application, after every router is included (its routes are probed for 405).
+    """
     generate: Callable[[], dict[str, Any]] = api.openapi
 
     def openapi() -> dict[str, Any]:
@@ -133,7 +139,11 @@ def _matches(routes: list[BaseRoute], scope: dict[str, Any]) -> bool:
 
 
 def document_errors(doc: dict[str, Any]) -> dict[str, Any]:
-    """Add the error answers, ErrorOut and the bearer scheme to `doc` (in place) and return it."""
+    """Add the error answers, ErrorOut and the bearer scheme to `doc` (in place) and return it.
+
+    Args:
+        doc: an OpenAPI document as FastAPI generates it, with `x-permission` on each operation.
+    """
     components = doc.setdefault("components", {})
     components.setdefault("schemas", {}).update(SCHEMAS)
     components.setdefault("securitySchemes", {}).update(BEARER)
@@ -146,7 +156,13 @@ def document_errors(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[int]:
-    """The error status codes `operation` (at `method` `path`) can answer, by the rules above."""
+    """The error status codes an operation can answer, by the rules of the module docstring.
+
+    Args:
+        method: the operation's method, lower case.
+        path: its path as the document names it.
+        operation: its operation object.
+    """
     declared = operation.get("x-permission", {})
     kind = declared.get("kind")
     parameters = operation.get("parameters", [])
@@ -155,7 +171,9 @@ def error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[int
         if method == extra_method and path.endswith(suffix):
             statuses.update(extra)
     if "requestBody" in operation:
-        statuses |= {400, 422}
+        statuses.add(422)
+    if ("requestBody" in operation or method in STATE_CHANGING) and not path.startswith(UNGUARDED):
+        statuses.add(400)
     if parameters:
         statuses.add(422)
     if kind != "public":
