@@ -132,15 +132,16 @@ def expression_suggestions(graph: dict[str, Any], node_id: str,
     return [*suggestions[:MAX_SUGGESTIONS - len(_GLOBALS)], *_GLOBALS]
 
 
-def last_step_outputs(session: Session, workflow_id: str) -> dict[str, Any]:
-    """Node id → the output of its newest step in the workflow's newest run ({} before any run).
+def last_step_outputs(session: Session, workflow_id: str, created_by: str | None = None) -> dict[str, Any]:
+    """Node id → the output of its newest step in the workflow's newest run ({} before any run);
+    with `created_by`, the newest run that user started.
 
     Of a node's attempts (and loop iterations) the newest with an output counts.
     """
-    run_id = session.exec(
-        select(WorkflowRun.id).where(WorkflowRun.workflow_id == workflow_id)
-        .order_by(WorkflowRun.started_at.desc(), WorkflowRun.id.desc())
-    ).first()
+    query = select(WorkflowRun.id).where(WorkflowRun.workflow_id == workflow_id)
+    if created_by is not None:
+        query = query.where(WorkflowRun.sys_created_by == created_by)
+    run_id = session.exec(query.order_by(WorkflowRun.started_at.desc(), WorkflowRun.id.desc())).first()
     if run_id is None:
         return {}
     outputs: dict[str, Any] = {}

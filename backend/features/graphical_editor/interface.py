@@ -45,6 +45,7 @@ from backend.triggers import secrets as webhook_secrets
 from backend.workflows import run_history as history
 from backend.workflows import service, templates
 from backend.workflows.graph import default_graph
+from backend.workflows.suggestions import last_step_outputs
 from backend.workflows.validation import validate_graph
 
 if TYPE_CHECKING:
@@ -247,15 +248,9 @@ class GraphicalEditorInterface(Door):
     def last_outputs(self, workflow: Workflow) -> dict[str, Any]:
         """Node id → its newest output in the caller's newest readable run of `workflow` ({} before
         any), for the `{{ }}` suggestions of the parameter panel."""
-        query = select(WorkflowRun.id).where(WorkflowRun.workflow_id == workflow.id)
-        query = self.visible(query, WorkflowRun, RUN_DATA)
-        run_id = self.session.exec(query.order_by(WorkflowRun.started_at.desc(), WorkflowRun.id.desc())).first()
-        if run_id is None:
+        if not self.may_call(type(self).get_run):
             return {}
-        steps = self.session.exec(
-            select(RunStepLog.node_id, RunStepLog.output).where(RunStepLog.run_id == run_id)
-            .order_by(RunStepLog.started_at, RunStepLog.attempt, RunStepLog.id)).all()
-        return {node_id: output for node_id, output in steps if output is not None}
+        return last_step_outputs(self.session, workflow.id, created_by=self._run_reader())
 
     @guarded(DATA, WORKFLOW_DATA, "create")
     def create_workflow(self, name: Any, description: str = "", graph: Any = None,
