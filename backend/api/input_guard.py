@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import json
 from email.message import Message
-from typing import Any
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
-from backend.errors import FieldError
-from backend.json_limits import TOO_DEEP, json_problem
+from backend import json_limits
+from backend.errors import FieldError, InvalidInput
 
 API_PREFIX = "/api/"
 UNGUARDED_PREFIXES = ("/api/hooks/",)
@@ -70,18 +69,15 @@ def _invalid(error: FieldError) -> JSONResponse:
 def refusal(body: bytes) -> JSONResponse | None:
     """The answer to a JSON request body the API must not accept, or None when it is fine."""
     try:
-        text = body.decode("utf-8")
+        json_limits.loads(body)
     except UnicodeDecodeError as exc:
         return JSONResponse({"detail": f"request body is not valid UTF-8 (byte 0x{body[exc.start]:02x} at "
                                        f"offset {exc.start}); send JSON encoded as UTF-8"}, status_code=400)
-    try:
-        value: Any = json.loads(text.removeprefix("\ufeff"))
-    except RecursionError:
-        return _invalid(FieldError("body", TOO_DEEP))
     except json.JSONDecodeError as exc:
         return _invalid(FieldError("body", f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"))
-    problem = json_problem(value)
-    return _invalid(problem) if problem is not None else None
+    except InvalidInput as exc:
+        return _invalid(exc.errors[0])
+    return None
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, AsgiMessage | None]:

@@ -164,6 +164,20 @@ def test_json_nested_deeper_than_64_levels_is_refused_and_nothing_is_written(api
 
 
 @SQLITE
+def test_brackets_quotes_and_words_inside_texts_are_just_text(api):
+    workflow_id = workflow(api)
+    runs = f"{api.base()}/workflows/{workflow_id}/runs"
+    texts = {"open": "[{" * 100, "quoted": '\\"[[[' * 40, "words": "NaN Infinity \\ud800", "list": ["]"] * 70}
+    accepted = api.client.post(runs, content=raw({"input": texts}), headers={**api.auth, **JSON})
+    assert accepted.status_code == 201, accepted.text
+    assert accepted.json()["input"] == texts
+    noisy = nested(MAX_DEPTH, leaf='"]]]}}}')
+    refused(api.client.post(runs, content=raw({"input": {"n": noisy, "t": "{{{" * 30}}), headers={**api.auth, **JSON}),
+            "input.n" + ".a" * (MAX_DEPTH - 2))
+    assert len(runs_of(workflow_id)) == 1
+
+
+@SQLITE
 def test_graph_import_and_the_agents_workflow_tools_refuse_deep_graphs_too(api):
     deep_file = json.dumps({"nodes": [{**START, "parameters": {"x": nested(300)}}], "edges": []})
     with pytest.raises(InvalidInput) as caught:
