@@ -217,6 +217,7 @@ class Administration(Door):
 
     @guarded("RESOURCE", MANAGE_USERS)
     def list_members(self, mandate_id: str) -> list[MemberInfo]:
+        """The mandate's members with their mandate roles, by username."""
         mandate = self._mandate(mandate_id)
         memberships = self.session.exec(select(UserMandate).where(UserMandate.mandate_id == mandate.id)).all()
         members = [MemberInfo(self.session.get(User, m.user_id), self._mandate_roles(m)) for m in memberships]
@@ -226,6 +227,7 @@ class Administration(Door):
     def create_user(self, mandate_id: str, username: str, password: str, roles: list[str],
                     email: str | None = None, display_name: str | None = None,
                     is_sysadmin: bool = False) -> User:
+        """A new account, member of the mandate with `roles` (system administration: only by one)."""
         mandate = self._mandate(mandate_id)
         if is_sysadmin and not self.actor.is_sysadmin:
             raise Forbidden("only a system administrator can grant system administration")
@@ -245,6 +247,7 @@ class Administration(Door):
 
     @guarded("RESOURCE", MANAGE_USERS)
     def set_member_roles(self, mandate_id: str, user_id: str, roles: list[str]) -> list[str]:
+        """Give a member exactly `roles` (not oneself; the last admin keeps admin)."""
         mandate = self._mandate(mandate_id)
         _user, membership = self._membership(mandate, user_id)
         self._not_self(user_id, "change the roles of")
@@ -259,6 +262,7 @@ class Administration(Door):
 
     @guarded("RESOURCE", MANAGE_USERS)
     def set_disabled(self, mandate_id: str, user_id: str, disabled: bool) -> User:
+        """Disable or enable a member's account (needs manageUsers in all their mandates)."""
         mandate = self._mandate(mandate_id)
         user, _membership = self._membership(mandate, user_id)
         self._not_self(user_id, "disable or enable")
@@ -272,6 +276,7 @@ class Administration(Door):
 
     @guarded("RESOURCE", MANAGE_USERS)
     def reset_password(self, mandate_id: str, user_id: str, password: str) -> None:
+        """Set a member's password; their open login sessions end."""
         mandate = self._mandate(mandate_id)
         user, _membership = self._membership(mandate, user_id)
         self._require_manage_everywhere(user)
@@ -286,6 +291,7 @@ class Administration(Door):
 
     @guarded("RESOURCE", MANAGE_USERS)
     def remove_member(self, mandate_id: str, user_id: str) -> None:
+        """Remove a member and their instance access from the mandate."""
         mandate = self._mandate(mandate_id)
         _user, membership = self._membership(mandate, user_id)
         self._not_self(user_id, "remove")
@@ -315,6 +321,7 @@ class Administration(Door):
 
     @guarded("RESOURCE", MANAGE_INSTANCES)
     def create_instance(self, mandate_id: str, feature_code: str, label: str) -> FeatureInstance:
+        """A new feature instance with copies of the feature's template roles."""
         mandate = self._mandate(mandate_id)
         return create_feature_instance(self.session, mandate, feature_code, label)
 
@@ -357,6 +364,7 @@ class Administration(Door):
 
     @guarded("RESOURCE", VIEW_PERMISSIONS)
     def list_roles(self, mandate_id: str) -> list[tuple[Role, list[AccessRule]]]:
+        """The mandate's and its instances' roles with their AccessRules."""
         mandate = self._mandate(mandate_id)
         roles = self.session.exec(select(Role).where(Role.mandate_id == mandate.id)
                                   .order_by(Role.feature_instance_id, Role.role_label)).all()
