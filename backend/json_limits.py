@@ -9,8 +9,9 @@ would fail. ``check_json`` names the first offending place as a dotted path
 
 The REST guard (backend/api/input_guard.py) applies it to every JSON request body; the
 workflow service and graph import apply it to graphs, whatever their origin (editor, agent
-tools, files). The walk is iterative and skips ASCII texts cheaply, so it costs little next to
-parsing.
+tools, files); webhooks to their body after the signature check. ``loads`` first takes a
+C-speed look at the raw text (surely_within_limits) and walks the parsed value only when that
+look cannot rule a problem out; the walk is iterative (no recursion, whatever the depth).
 """
 
 from __future__ import annotations
