@@ -22,6 +22,7 @@ from backend.db.models import FeatureInstance, HumanTask, User, Workflow, Workfl
 from backend.engine import crashpoints, worker
 from backend.engine.executor import RunEngine
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
+from backend.json_limits import check_json
 from backend.rbac.access import AccessContext, allows
 from backend.rbac.door import Door, guarded
 from backend.rbac.rights import Level
@@ -325,6 +326,7 @@ def complete_task(access: AccessContext, task: HumanTask, data: Any) -> Workflow
         raise Forbidden("only the task's assignee may complete it")
     if task.status != task_lifecycle.PENDING:
         raise Conflict(finished_message(session, task))
+    check_json(data, "data")  # the JSON limits, whatever the entry point (REST, inbox UI)
     output, handles = _answer(task, data)
     run = session.get(WorkflowRun, task.run_id)
     engine = RunEngine(session, run)

@@ -12,12 +12,16 @@ import pytest
 from sqlmodel import select
 
 from backend.db import session_scope
-from backend.db.models import AgentChat, FeatureInstance, User, WorkflowRun
+from backend.db.models import AgentChat, FeatureInstance, HumanTask, User, Workflow, WorkflowRun
+from backend.engine import tasks
+from backend.engine.executor import start_run
 from backend.errors import InvalidInput
 from backend.files import service as files
 from backend.files.service import FileScope
 from backend.json_limits import MAX_DEPTH
+from backend.rbac.access import AccessContext
 from backend.workflows import graph_io
+from backend.workflows import service as workflows
 from tests.integration.test_workflow_toolbox import tool
 from tests.integration.trigger_support import create_published, new_secret, runs_of, sign
 
@@ -137,6 +141,26 @@ def test_a_signed_webhook_with_a_lone_surrogate_is_refused_after_its_signature_c
     fine = raw({"order": {"note": "ok"}})
     assert api.client.post(url, content=fine, headers=sign(secret, fine)).status_code == 202
     assert api.client.get(f"{api.base()}/runs", headers=api.auth).status_code == 200
+
+
+@SQLITE
+def test_the_services_behind_the_ui_refuse_the_same_input(api):
+    """The Reflex UI calls the engine and the task service directly: they apply the limits too."""
+    workflow_id = workflow(api)
+    task_id = pending_task(api)
+    with session_scope() as session:
+        admin = session.exec(select(User).where(User.username == "admin")).one()
+        flow = session.get(Workflow, workflow_id)
+        with pytest.raises(InvalidInput) as caught:
+            start_run(session, admin, flow, workflows.draft_version(session, flow), {"note": LONE})
+        assert caught.value.errors[0].field == "input.note"
+        with pytest.raises(InvalidInput) as caught:
+            tasks.complete_task(AccessContext(session, admin), session.get(HumanTask, task_id),
+                                {"approved": True, "comment": nested(70)})
+        assert caught.value.errors[0].field == "data.comment" + ".a" * (MAX_DEPTH - 1)
+    assert runs_of(workflow_id) == []
+    pending = api.client.get("/api/tasks", params={"status": "pending"}, headers=api.auth).json()
+    assert task_id in [t["id"] for t in pending]
 
 
 # --- 2. nesting depth -----------------------------------------------------------------------------
