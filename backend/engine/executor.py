@@ -27,8 +27,7 @@ import threading
 import time
 import traceback
 from collections import OrderedDict
-from collections.abc import Collection
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -262,7 +261,16 @@ class RunEngine:
                 # frontier. The step debugger always goes one node at a time.
                 batch = [n for n in ready if n not in self.frontier.waiting and runs_concurrently(self.node_type_of(n))]
                 if len(batch) > 1 and self.run.mode != "step":
-                    self.run_concurrently(batch)
+                    for node_id in batch:
+                        self.frontier.take(node_id)
+                        crashpoints.reach(self.crash_at, "node_started", node_id)
+                    results = self.run_concurrently(batch)
+                    with write_gate():
+                        for batch_node, result in zip(batch, results, strict=True):
+                            self.apply(batch_node, result)
+                        node_id = batch[-1]
+                        crashpoints.reach(self.crash_at, "before_step_commit", node_id)
+                        self.persist()
                 else:
                     node_id = ready[0]
                     self.frontier.take(node_id)
@@ -278,7 +286,7 @@ class RunEngine:
                                 self.apply(node_id, result)
                             crashpoints.reach(self.crash_at, "before_step_commit", node_id)
                             self.persist()
-                    crashpoints.reach(self.crash_at, "after_step_commit", node_id)
+                crashpoints.reach(self.crash_at, "after_step_commit", node_id)
                 if self.run.status == lifecycle.RUNNING and self.run.mode == "step" and self.frontier.is_active():
                     self.pause("step")
         except Exception as exc:  # noqa: BLE001 - the engine must leave every run in a final state
@@ -311,18 +319,13 @@ class RunEngine:
                 lifecycle.release_waiting(self.session, self.run, self.run.error)
                 self.session.commit()
 
-    def persist(self, running: Collection[str] = ()) -> None:
+    def persist(self) -> None:
         """Write the context and commit: the step is durable before the next one starts.
 
-        `running`: nodes of a concurrent batch still executing; they are stored as ready, so a
-        restarted process runs them again. A Core UPDATE of the one column (the ORM's change
-        tracking of a large JSON value cost more than the write); the loaded run is told the new
-        value without becoming dirty.
+        A Core UPDATE of the one column (the ORM's change tracking of a large JSON value cost
+        more than the write); the loaded run is told the new value without becoming dirty.
         """
-        frontier = self.frontier.to_state()
-        if running:
-            frontier["ready"] = [*running, *frontier["ready"]]
-        context = {"outputs": dict(self.outputs), "frontier": frontier,
+        context = {"outputs": dict(self.outputs), "frontier": self.frontier.to_state(),
                    "loops": dict(self.loops), "ends": dict(self.ends), "suspended": dict(self.suspended)}
         self.session.execute(_UPDATE_CONTEXT, {"run_id": self.run.id, "context": context})
         set_committed_value(self.run, "context", context)
@@ -330,12 +333,11 @@ class RunEngine:
 
     # --- nodes ------------------------------------------------------------------------------
 
-    def scope_for(self, node_id: str, nodes: dict[str, Any] | None = None) -> ExpressionScope:
-        """What the node's expressions see; `item`/`index` of its innermost loop. `nodes`: the
-        outputs to show instead of the current ones (a branch thread's copy)."""
+    def scope_for(self, node_id: str) -> ExpressionScope:
+        """What the node's expressions see; `item`/`index` of its innermost loop."""
         scope = ExpressionScope(
             input=self.run.input,
-            nodes=self.outputs.scope if nodes is None else nodes,
+            nodes=self.outputs.scope,
             run={"id": self.run.id, "mode": self.run.mode, "trigger": self.run.trigger,
                  "startedAt": self.run.started_at.isoformat() if self.run.started_at else None},
             workflow={"id": self.workflow.id, "name": self.workflow.name},
@@ -359,36 +361,20 @@ class RunEngine:
         found = get_registry().get(self.node_type_of(node_id))
         return found is not None and "write" in found.capabilities
 
-    def run_concurrently(self, node_ids: list[str]) -> None:
-        """Run independent nodes at the same time, each in a session of its own, and commit each
-        node's step as soon as that node finished.
+    def run_concurrently(self, node_ids: list[str]) -> list[NodeResult]:
+        """Run independent nodes at the same time, each in a session of its own.
 
-        The engine's session commits first (so it holds no write lock) and the branch threads
-        commit the nodes' side effects. Each result is applied here, in the engine's thread, in
-        the order the nodes finish; its step rows are written with the run's context, which
-        keeps the nodes still running ready: a process killed meanwhile runs again only those.
-        The branch threads read a copy of the outputs as they were when the batch started.
+        The engine's session commits first (so it holds no write lock) and the workers commit
+        the nodes' side effects; the caller applies the results in the order the frontier
+        handed the nodes out, and the step rows are written with the run's context, as always.
         """
-        for node_id in node_ids:
-            self.frontier.take(node_id)
-            crashpoints.reach(self.crash_at, "node_started", node_id)
         self.session.commit()
-        nodes = dict(self.outputs.scope)
-        pending = {_branch_pool().submit(self._attempt_in_own_session, node_id, nodes): node_id
-                   for node_id in node_ids}
-        for future in as_completed(list(pending)):
-            node_id = pending.pop(future)
-            result = future.result()
-            with write_gate():
-                self.apply(node_id, result)
-                crashpoints.reach(self.crash_at, "before_step_commit", node_id)
-                self.persist(running=[n for n in node_ids if n in pending.values()])
-            crashpoints.reach(self.crash_at, "after_step_commit", node_id)
+        return list(_branch_pool().map(self._attempt_in_own_session, node_ids))
 
-    def _attempt_in_own_session(self, node_id: str, nodes: dict[str, Any]) -> NodeResult:
+    def _attempt_in_own_session(self, node_id: str) -> NodeResult:
         with Session(get_engine(), expire_on_commit=False) as session:
             try:
-                result = self.attempt_node(session, node_id, nodes)
+                result = self.attempt_node(session, node_id)
                 session.commit()
                 crashpoints.reach(self.crash_at, "branch_finished", node_id)
             except BaseException:
@@ -396,7 +382,7 @@ class RunEngine:
                 raise
             return result
 
-    def attempt_node(self, session: Session, node_id: str, nodes: dict[str, Any] | None = None) -> NodeResult:
+    def attempt_node(self, session: Session, node_id: str) -> NodeResult:
         """Every attempt the node's retry policy allows, each logged; reads but never changes the
         engine's state, so independent nodes may be attempted in parallel threads."""
         node = self.graph.nodes[node_id]
@@ -415,7 +401,7 @@ class RunEngine:
                 try:
                     if handler is None:
                         raise error
-                    scope = self.scope_for(node_id, nodes)
+                    scope = self.scope_for(node_id)
                     parameters = evaluate_parameters(parameters, scope, node_id,
                                                      raw=kind.raw_parameters)
                     outcome = handler(NodeCall(node, parameters, scope, session, session.get(User, self.user.id),
