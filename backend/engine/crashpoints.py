@@ -15,8 +15,9 @@ Points of the engine's loop:
 - ``retry_wait``: an attempt of the node failed, is logged and committed; the next one is due;
 - ``branch_finished``: the node, one of several independent slow nodes executing at the same
   time, finished on its branch thread (its own work committed) while the others still run;
-  the batch's step rows and context are committed only when all of them finished, so after a
-  restart every node of the batch runs again and nothing of it is doubled in the step log.
+  its step row and output are not committed yet, so after a restart it runs again. The engine
+  commits each such node's step as soon as it gets it (then ``after_step_commit`` is reached
+  for it while the others still run), keeping the others ready in the stored frontier.
 
 Resuming a suspended node (a completed human task, a due flow.wait, a timed-out task, an
 arrived e-mail), keyed by the suspended node:

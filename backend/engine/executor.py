@@ -17,8 +17,10 @@ The engine is written as small named handlers, as Prefect's task engine is:
 Durability: after every step the run's context JSON holds the completed node outputs, the
 frontier (ready nodes, fired and dead edges, finished nodes, waiting loops), the loop positions
 and the branch ends, and the transaction is committed; a run can therefore be continued from
-its context. Nodes that ``get_ready`` hands out together are independent; this runner executes
-them one after the other in-process (concurrency can come later without changing the frontier).
+its context. Nodes that ``get_ready`` hands out together are independent: slow ones (actions,
+AI, scripts) run at the same time on branch threads, and each one's step is committed as soon
+as it finished, the others kept ready in the stored frontier (:meth:`RunEngine.run_concurrently`).
+A run executes the graph it started with (``WorkflowRun.graph``, see :func:`run_graph`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import threading
 import time
 import traceback
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -261,16 +264,7 @@ class RunEngine:
                 # frontier. The step debugger always goes one node at a time.
                 batch = [n for n in ready if n not in self.frontier.waiting and runs_concurrently(self.node_type_of(n))]
                 if len(batch) > 1 and self.run.mode != "step":
-                    for node_id in batch:
-                        self.frontier.take(node_id)
-                        crashpoints.reach(self.crash_at, "node_started", node_id)
-                    results = self.run_concurrently(batch)
-                    with write_gate():
-                        for batch_node, result in zip(batch, results, strict=True):
-                            self.apply(batch_node, result)
-                        node_id = batch[-1]
-                        crashpoints.reach(self.crash_at, "before_step_commit", node_id)
-                        self.persist()
+                    self.run_concurrently(batch)
                 else:
                     node_id = ready[0]
                     self.frontier.take(node_id)
@@ -286,7 +280,7 @@ class RunEngine:
                                 self.apply(node_id, result)
                             crashpoints.reach(self.crash_at, "before_step_commit", node_id)
                             self.persist()
-                crashpoints.reach(self.crash_at, "after_step_commit", node_id)
+                    crashpoints.reach(self.crash_at, "after_step_commit", node_id)
                 if self.run.status == lifecycle.RUNNING and self.run.mode == "step" and self.frontier.is_active():
                     self.pause("step")
         except Exception as exc:  # noqa: BLE001 - the engine must leave every run in a final state
@@ -319,13 +313,18 @@ class RunEngine:
                 lifecycle.release_waiting(self.session, self.run, self.run.error)
                 self.session.commit()
 
-    def persist(self) -> None:
+    def persist(self, running: Collection[str] = ()) -> None:
         """Write the context and commit: the step is durable before the next one starts.
 
-        A Core UPDATE of the one column (the ORM's change tracking of a large JSON value cost
-        more than the write); the loaded run is told the new value without becoming dirty.
+        `running`: nodes of a concurrent batch still executing; they are stored as ready, so a
+        restarted process runs them again. A Core UPDATE of the one column (the ORM's change
+        tracking of a large JSON value cost more than the write); the loaded run is told the new
+        value without becoming dirty.
         """
-        context = {"outputs": dict(self.outputs), "frontier": self.frontier.to_state(),
+        frontier = self.frontier.to_state()
+        if running:
+            frontier["ready"] = [*running, *frontier["ready"]]
+        context = {"outputs": dict(self.outputs), "frontier": frontier,
                    "loops": dict(self.loops), "ends": dict(self.ends), "suspended": dict(self.suspended)}
         self.session.execute(_UPDATE_CONTEXT, {"run_id": self.run.id, "context": context})
         set_committed_value(self.run, "context", context)
@@ -333,11 +332,12 @@ class RunEngine:
 
     # --- nodes ------------------------------------------------------------------------------
 
-    def scope_for(self, node_id: str) -> ExpressionScope:
-        """What the node's expressions see; `item`/`index` of its innermost loop."""
+    def scope_for(self, node_id: str, nodes: dict[str, Any] | None = None) -> ExpressionScope:
+        """What the node's expressions see; `item`/`index` of its innermost loop. `nodes`: the
+        outputs to show instead of the current ones (a branch thread's copy)."""
         scope = ExpressionScope(
             input=self.run.input,
-            nodes=self.outputs.scope,
+            nodes=self.outputs.scope if nodes is None else nodes,
             run={"id": self.run.id, "mode": self.run.mode, "trigger": self.run.trigger,
                  "startedAt": self.run.started_at.isoformat() if self.run.started_at else None},
             workflow={"id": self.workflow.id, "name": self.workflow.name},
@@ -361,20 +361,36 @@ class RunEngine:
         found = get_registry().get(self.node_type_of(node_id))
         return found is not None and "write" in found.capabilities
 
-    def run_concurrently(self, node_ids: list[str]) -> list[NodeResult]:
-        """Run independent nodes at the same time, each in a session of its own.
+    def run_concurrently(self, node_ids: list[str]) -> None:
+        """Run independent nodes at the same time, each in a session of its own, and commit each
+        node's step as soon as that node finished.
 
-        The engine's session commits first (so it holds no write lock) and the workers commit
-        the nodes' side effects; the caller applies the results in the order the frontier
-        handed the nodes out, and the step rows are written with the run's context, as always.
+        The engine's session commits first (so it holds no write lock) and the branch threads
+        commit the nodes' side effects. Each result is applied here, in the engine's thread, in
+        the order the nodes finish; its step rows are written with the run's context, which
+        keeps the nodes still running ready: a process killed meanwhile runs again only those.
+        The branch threads read a copy of the outputs as they were when the batch started.
         """
+        for node_id in node_ids:
+            self.frontier.take(node_id)
+            crashpoints.reach(self.crash_at, "node_started", node_id)
         self.session.commit()
-        return list(_branch_pool().map(self._attempt_in_own_session, node_ids))
+        nodes = dict(self.outputs.scope)
+        pending = {_branch_pool().submit(self._attempt_in_own_session, node_id, nodes): node_id
+                   for node_id in node_ids}
+        for future in as_completed(list(pending)):
+            node_id = pending.pop(future)
+            result = future.result()
+            with write_gate():
+                self.apply(node_id, result)
+                crashpoints.reach(self.crash_at, "before_step_commit", node_id)
+                self.persist(running=[n for n in node_ids if n in pending.values()])
+            crashpoints.reach(self.crash_at, "after_step_commit", node_id)
 
-    def _attempt_in_own_session(self, node_id: str) -> NodeResult:
+    def _attempt_in_own_session(self, node_id: str, nodes: dict[str, Any]) -> NodeResult:
         with Session(get_engine(), expire_on_commit=False) as session:
             try:
-                result = self.attempt_node(session, node_id)
+                result = self.attempt_node(session, node_id, nodes)
                 session.commit()
                 crashpoints.reach(self.crash_at, "branch_finished", node_id)
             except BaseException:
@@ -382,9 +398,10 @@ class RunEngine:
                 raise
             return result
 
-    def attempt_node(self, session: Session, node_id: str) -> NodeResult:
+    def attempt_node(self, session: Session, node_id: str, nodes: dict[str, Any] | None = None) -> NodeResult:
         """Every attempt the node's retry policy allows, each logged; reads but never changes the
-        engine's state, so independent nodes may be attempted in parallel threads."""
+        engine's state, so independent nodes may be attempted in parallel threads (`nodes`: the
+        outputs their expressions see, a copy the engine's thread does not change)."""
         node = self.graph.nodes[node_id]
         policy = RetryPolicy.model_validate(node.get("retry") or {})
         kind = node_type(node.get("type", ""))
@@ -401,7 +418,7 @@ class RunEngine:
                 try:
                     if handler is None:
                         raise error
-                    scope = self.scope_for(node_id)
+                    scope = self.scope_for(node_id, nodes)
                     parameters = evaluate_parameters(parameters, scope, node_id,
                                                      raw=kind.raw_parameters)
                     outcome = handler(NodeCall(node, parameters, scope, session, session.get(User, self.user.id),

@@ -269,16 +269,23 @@ BRANCHES = {
 }
 
 
-def test_killed_while_one_of_two_concurrent_branches_finished_the_restarted_app_finishes_the_run(api, start_app):
+@pytest.mark.parametrize(("crash_at", "kept"), [
+    # quick finished on its branch thread, its step not yet committed: it runs again.
+    ("branch_finished:quick", {"start": 1}),
+    # quick's step committed while slow still runs: only slow (and what follows) runs again.
+    ("after_step_commit:quick", {"start": 1, "quick": 1}),
+])
+def test_killed_while_one_of_two_concurrent_branches_finished_the_restarted_app_finishes_the_run(api, start_app,
+                                                                                                crash_at, kept):
     workflow_id = create(api, BRANCHES)
-    first = start_app("branch_finished:quick")
+    first = start_app(crash_at)
     first.call_killed("POST", f"{api.base()}/workflows/{workflow_id}/runs", json={}, headers=first.auth)
 
     (stored,) = runs_of(workflow_id)
     before = read_run(api, stored.id)
     assert before["status"] == "running", before
-    # The batch is committed as a whole: neither branch's step was kept, so both run again.
-    assert completed_steps(before) == {"start": 1}, before["steps"]
+    assert completed_steps(before) == kept, before["steps"]
+    assert "slow" not in {s["nodeId"] for s in before["steps"]}  # killed while slow was running
 
     second = start_app()
     final = poll_finished(second, api, stored.id)
