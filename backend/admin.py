@@ -31,6 +31,7 @@ from backend.db.models import (
 )
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.features.registry import get_feature, get_features
+from backend.names import clean_name
 from backend.rbac.access import AccessContext
 from backend.rbac.door import Door, Permission, guarded
 from backend.rbac.resolver import Decision
@@ -211,7 +212,7 @@ class Administration(Door):
     @guarded("sysadmin")
     def create_mandate(self, name: str) -> Mandate:
         """A new mandate with copies of the system template roles."""
-        return create_mandate(self.session, name)
+        return create_mandate(self.session, clean_name(name, "name"))
 
     # --- users -------------------------------------------------------------------------------
 
@@ -323,7 +324,7 @@ class Administration(Door):
     def create_instance(self, mandate_id: str, feature_code: str, label: str) -> FeatureInstance:
         """A new feature instance with copies of the feature's template roles."""
         mandate = self._mandate(mandate_id)
-        return create_feature_instance(self.session, mandate, feature_code, label)
+        return create_feature_instance(self.session, mandate, feature_code, clean_name(label, "label"))
 
     @guarded("RESOURCE", MANAGE_ACCESS)
     def list_access(self, instance_id: str) -> list[AccessInfo]:

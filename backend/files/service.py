@@ -43,6 +43,7 @@ from backend.config import get_settings
 from backend.db.models import FeatureInstance, FileFolder, StoredFile, StoredFileData, User, utcnow
 from backend.errors import Conflict, DomainError, FieldError, Forbidden, InvalidInput, NotFound
 from backend.files import extract
+from backend.names import name_problem
 from backend.rbac.access import AccessContext
 from backend.rbac.door import Door, FeatureItem, Permission, guarded
 from backend.rbac.rights import DATA
@@ -194,8 +195,8 @@ def validate_name(name: Any, field_name: str = "name") -> str:
         problem = f"'{name}' must not contain '/'"
     elif name in (".", ".."):
         problem = f"'{name}' is not allowed as a name"
-    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
-        problem = "must not contain control characters"
+    elif (bad_character := name_problem(name)) is not None:
+        problem = bad_character
     elif name != name.strip():
         problem = f"'{name}' must not start or end with spaces"
     elif len(name) > NAME_MAX:
