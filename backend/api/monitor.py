@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
+from pydantic import BeforeValidator
 
 from backend.api.deps import CurrentUser, DbSession
 from backend.api.permissions import declared_by
@@ -29,9 +30,20 @@ router = APIRouter(prefix="/api/monitor", tags=["monitor"])
 
 InstanceId = Annotated[str | None, Query(alias="instanceId", description="only this Graphical Editor instance")]
 WorkflowId = Annotated[str | None, Query(alias="workflowId", description="only this workflow")]
-Status = Annotated[str | None, Query(description=f"one of {', '.join(service.STATUSES)}")]
-Since = Annotated[datetime | None, Query(description="runs started at or after this time (ISO 8601)")]
-Until = Annotated[datetime | None, Query(description="runs started before this time (ISO 8601)")]
+Status = Annotated[Literal[service.STATUSES] | None, Query(description=f"one of {', '.join(service.STATUSES)}")]
+
+
+def _iso_time(value: object) -> object:
+    """ISO 8601 only: pydantic would read a bare number as unix seconds, which the document does not say."""
+    if isinstance(value, str) and value.strip().lstrip("+-").replace(".", "", 1).isdigit():
+        raise ValueError("must be an ISO 8601 date or time")
+    return value
+
+
+Since = Annotated[datetime | None, BeforeValidator(_iso_time),
+                  Query(description="runs started at or after this time (ISO 8601)")]
+Until = Annotated[datetime | None, BeforeValidator(_iso_time),
+                  Query(description="runs started before this time (ISO 8601)")]
 
 
 def _filter(instance_id: str | None, workflow_id: str | None, status: str | None,
@@ -47,7 +59,7 @@ def _run(row: service.RunRow) -> MonitorRunOut:
 @router.get("/runs", response_model=MonitorRunPage, **declared_by(service.Monitor.runs))
 def monitor_runs(user: CurrentUser, session: DbSession, instance_id: InstanceId = None, workflow_id: WorkflowId = None,
                  status: Status = None, since: Since = None, until: Until = None,
-                 limit: Annotated[int, Query(description=f"at most {service.MAX_LIMIT}")] = 50,
+                 limit: Annotated[int, Query(ge=1, le=service.MAX_LIMIT)] = 50,
                  before: Annotated[str | None, Query(description="nextBefore of the previous page, or an ISO time")]
                  = None) -> MonitorRunPage:
     """Runs of every workflow the caller may read, newest first, one page at a time."""
@@ -59,8 +71,8 @@ def monitor_runs(user: CurrentUser, session: DbSession, instance_id: InstanceId 
 @router.get("/overview", response_model=MonitorOverview, **declared_by(service.Monitor.overview))
 def monitor_overview(user: CurrentUser, session: DbSession, instance_id: InstanceId = None,
                      workflow_id: WorkflowId = None, status: Status = None, since: Since = None, until: Until = None,
-                     days: Annotated[int, Query(description=f"the window of daily figures and costs, 1 to "
-                                                            f"{service.MAX_DAYS} days")] = 14) -> MonitorOverview:
+                     days: Annotated[int, Query(ge=1, le=service.MAX_DAYS, description="the window of daily "
+                                                "figures and costs")] = 14) -> MonitorOverview:
     """Live runs, upcoming scheduled runs, runs per day, AI costs and the latest failures."""
     result = service.Monitor(AccessContext(session, user)).overview(
         _filter(instance_id, workflow_id, status, since, until), days)
