@@ -24,7 +24,6 @@ from sqlalchemy import (
     inspect,
     text,
 )
-from sqlalchemy.orm import deferred
 from sqlmodel import Field, SQLModel
 
 EXECUTION_LOG_LIMIT = 50
@@ -268,14 +267,26 @@ class WorkflowVersion(SQLModel, table=True):
     lock_version: int = 1
 
 
-_RUN_GRAPH = Column("graph", JSON, nullable=True)
+class WorkflowGraphSnapshot(SQLModel, table=True):
+    """A graph exactly as a run started with it, stored once per distinct content.
+
+    The id is the SHA-256 of the graph's canonical JSON (backend.engine.executor.store_graph), so
+    every run of unchanged content shares one row, and a row never changes. Kept out of the
+    workflow_run row on purpose: a run's context is rewritten after every step, and SQLite
+    rewrites the whole row each time.
+    """
+
+    __tablename__ = "workflow_graph_snapshot"
+
+    id: str = Field(primary_key=True, max_length=64)
+    graph: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    sys_created_at: datetime = Field(default_factory=utcnow)
 
 
 class WorkflowRun(SQLModel, table=True):
     """One execution of a workflow version."""
 
     __tablename__ = "workflow_run"
-    __mapper_args__ = {"properties": {"graph": deferred(_RUN_GRAPH)}}
     __table_args__ = (
         # The monitor: runs of some instances newest first, and their counts and costs per day
         # (covering: those read the index alone), and runs of one status by time.
@@ -304,11 +315,10 @@ class WorkflowRun(SQLModel, table=True):
     lock_version: int = 1
     # The sum of its steps' cost_chf, kept by engine.steps.write_steps (None: no priced AI call yet).
     cost_chf: float | None = None
-    # The graph the run executes: a copy of its version's graph taken when the run started, so a
-    # later save of the draft never changes a run under way (None: a run from before migration
-    # 0009, which reads its version's graph). Deferred (see __mapper_args__): loaded on first
-    # access, so lists of runs do not carry every run's graph.
-    graph: Any = Field(default=None, sa_column=_RUN_GRAPH)
+    # The graph the run executes (a WorkflowGraphSnapshot id): its version's graph as it was when
+    # the run started, so a later save of the draft never changes a run under way (None: a run
+    # from before migration 0009, which reads its version's graph).
+    graph_id: str | None = Field(default=None, max_length=64)
 
 
 class RunStepLog(SQLModel, table=True):

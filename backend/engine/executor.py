@@ -20,11 +20,13 @@ and the branch ends, and the transaction is committed; a run can therefore be co
 its context. Nodes that ``get_ready`` hands out together are independent: slow ones (actions,
 AI, scripts) run at the same time on branch threads, and each one's step is committed as soon
 as it finished, the others kept ready in the stored frontier (:meth:`RunEngine.run_concurrently`).
-A run executes the graph it started with (``WorkflowRun.graph``, see :func:`run_graph`).
+A run executes the graph it started with (``WorkflowRun.graph_id``, see :func:`run_graph`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
 import traceback
@@ -37,6 +39,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
@@ -44,7 +48,15 @@ from backend.actions import get_registry
 from backend.ai.usage import usage_meter
 from backend.db import get_engine, session_scope
 from backend.db.engine import write_gate
-from backend.db.models import RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion, utcnow
+from backend.db.models import (
+    RunStepLog,
+    User,
+    Workflow,
+    WorkflowGraphSnapshot,
+    WorkflowRun,
+    WorkflowVersion,
+    utcnow,
+)
 from backend.engine import crashpoints, events, steps
 from backend.engine.expressions import ExpressionError, ExpressionScope, evaluate_parameters
 from backend.engine.frontier import Frontier, Graph
@@ -59,6 +71,7 @@ MODES = ("full", "step")
 BRANCH_THREADS = 8
 CANCEL_CHECK_SECONDS = 0.05
 _RUNS = WorkflowRun.__table__
+_SNAPSHOTS = WorkflowGraphSnapshot.__table__
 _UPDATE_CONTEXT = update(_RUNS).where(_RUNS.c.id == bindparam("run_id")).values(context=bindparam("context"))
 
 _pool_lock = threading.Lock()
@@ -140,15 +153,29 @@ def _validation_of(version: WorkflowVersion) -> list[FieldError]:
     return errors
 
 
+def store_graph(session: Session, graph: dict[str, Any]) -> str:
+    """Store `graph` as an immutable snapshot (once per distinct content); returns its id.
+
+    The id is the SHA-256 of the canonical JSON, so the same content always has the same id and
+    an existing row is never written again (INSERT … ON CONFLICT DO NOTHING).
+    """
+    canonical = json.dumps(graph, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    graph_id = hashlib.sha256(canonical.encode()).hexdigest()
+    insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else postgresql_insert
+    session.execute(insert(_SNAPSHOTS).values(id=graph_id, graph=graph, sys_created_at=utcnow())
+                    .on_conflict_do_nothing(index_elements=["id"]))
+    return graph_id
+
+
 def run_graph(session: Session, run: WorkflowRun) -> dict[str, Any]:
-    """The graph `run` executes: the snapshot taken when it started (WorkflowRun.graph).
+    """The graph `run` executes: the snapshot stored when it started (WorkflowRun.graph_id).
 
     Every place that executes, resumes, recovers or retries a run reads its graph here, so an
     edit of the draft after the start never changes a run under way. Runs from before that
     snapshot existed (migration 0009) have none and read their version's graph.
     """
-    if run.graph is not None:
-        return run.graph
+    if run.graph_id is not None:
+        return session.get(WorkflowGraphSnapshot, run.graph_id).graph
     version = session.get(WorkflowVersion, run.version_id)
     return version.graph if version is not None else {}
 
@@ -159,8 +186,8 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     `start_node` (the trigger node that fired: a schedule, the webhook whose path was called),
     else the first trigger of the run's kind.
 
-    The run keeps a snapshot of the version's graph (WorkflowRun.graph) and executes that to
-    its end, whatever later saves of the draft change.
+    The run keeps a snapshot of the version's graph (WorkflowRun.graph_id, :func:`store_graph`)
+    and executes that to its end, whatever later saves of the draft change.
 
     Raises:
         InvalidInput: the graph is not valid (every problem listed), the mode is unknown,
@@ -180,7 +207,8 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     frontier.prepare(start_node or _start_trigger(graph, trigger))
     run = WorkflowRun(workflow_id=workflow.id, version_id=version.id, mandate_id=workflow.mandate_id,
                       feature_instance_id=workflow.feature_instance_id, status=lifecycle.RUNNING, mode=mode,
-                      trigger=trigger, input=input, sys_created_by=user.id, graph=version.graph,
+                      trigger=trigger, input=input, sys_created_by=user.id,
+                      graph_id=store_graph(session, version.graph),
                       context={"outputs": {}, "frontier": frontier.to_state(), "loops": {}, "ends": {},
                                "suspended": {}})
     session.add(run)

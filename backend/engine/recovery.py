@@ -37,7 +37,7 @@ from sqlmodel import Session, select
 
 from backend.db import session_scope
 from backend.db.models import RunStepLog, User, WorkflowRun
-from backend.engine.executor import execute_run, run_graph
+from backend.engine.executor import execute_run, run_graph, store_graph
 from backend.engine.frontier import Frontier, Graph
 from backend.errors import Conflict
 from backend.statemachines import workflow_run as lifecycle
@@ -103,6 +103,7 @@ def retry_failed_run(session: Session, user: User, run: WorkflowRun) -> Workflow
     if context.get("suspended"):
         raise Conflict(f"run {run.id} was also waiting for a person; start a new run instead")
     graph = run_graph(session, run)
+    graph_id = run.graph_id or store_graph(session, graph)  # a run from before 0009: its version's graph
     frontier = Frontier(Graph(graph), context.get("frontier"))
     if node_id not in frontier.ready and node_id not in frontier.finished:
         frontier.ready.append(node_id)
@@ -113,7 +114,7 @@ def retry_failed_run(session: Session, user: User, run: WorkflowRun) -> Workflow
     retry = WorkflowRun(workflow_id=run.workflow_id, version_id=run.version_id, mandate_id=run.mandate_id,
                         feature_instance_id=run.feature_instance_id, status=lifecycle.RUNNING, mode=run.mode,
                         trigger=run.trigger, input=copy.deepcopy(run.input), sys_created_by=user.id,
-                        graph=graph, context=context)
+                        graph_id=graph_id, context=context)
     session.add(retry)
     session.flush()
     return retry

@@ -65,8 +65,6 @@ SECRET_COLUMNS = frozenset({
     "client_secret", "api_key", "encrypted_secret", "credentials",
     # File contents: read through the core file tools, never as table cells.
     "stored_file_data.content", "stored_file_data.text_content",
-    # A run's copy of its version's graph: graphs are read through workflow_version and its rights.
-    "workflow_run.graph",
 })
 SECRET_PATTERN = re.compile(
     r"(^|_)(password|passwd|pwd|secret|credentials?|api_?key|private_?key|salt|nonce|verifier)(_|$)"

@@ -193,7 +193,6 @@ def test_list_tables_shows_readable_tables_with_columns_and_visible_counts(world
         assert columns["status"]["type"] == "string" and "failed" in columns["status"]["description"]
         assert columns["started_at"]["type"] == "datetime" and columns["input"]["type"] == "json"
         assert "mandate_id" not in columns and "feature_instance_id" not in columns and "lock_version" not in columns
-        assert "graph" not in columns  # a run's graph copy: graphs are read through workflow_version's rights
 
         olga = ok(execute_action("featureData.listTables", {}, context_for(session, "olga", world.e1,
                                                                                 world.mandate_id)))

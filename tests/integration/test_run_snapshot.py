@@ -2,9 +2,9 @@
 
 Test runs of the draft used to read the draft's WorkflowVersion row, which every draft save
 overwrites: a run waiting on an approval whose node was then removed from the draft failed with
-a 500 when the task was completed. Each run now keeps a snapshot of its graph (WorkflowRun.graph);
+a 500 when the task was completed. Each run now keeps a snapshot of its graph (WorkflowRun.graph_id);
 completing a task, continuing a step-mode run, waking a flow.wait and retrying a failed run all
-go on with that snapshot. Runs from before the snapshot (graph NULL) read their version's graph.
+go on with that snapshot. Runs from before the snapshot (graph_id NULL) read their version's graph.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def test_a_run_without_a_snapshot_reads_its_version_graph(api):
     workflow_id = create(api, CHAIN)
     run = start(api, workflow_id, {"n": 2}, mode="step")
     with session_scope() as session:
-        session.execute(update(WorkflowRun).where(WorkflowRun.id == run["id"]).values(graph=None))
+        session.execute(update(WorkflowRun).where(WorkflowRun.id == run["id"]).values(graph_id=None))
 
     final = continue_to_the_end(api, run)
     assert final["status"] == "completed", final

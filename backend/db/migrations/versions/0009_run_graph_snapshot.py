@@ -1,6 +1,7 @@
-"""workflow_run.graph: the graph a run executes, copied from its version when it starts, so that
-later saves of the draft never change a run under way (test runs of the draft included); runs
-from before this revision keep NULL and read their version's graph
+"""workflow_graph_snapshot and workflow_run.graph_id: the graph a run executes, stored when it
+starts (once per distinct content, by SHA-256), so that later saves of the draft never change a
+run under way (test runs of the draft included); runs from before this revision keep NULL and
+read their version's graph
 
 Revision ID: 0009_run_graph
 Revises: 0008_monitor
@@ -8,6 +9,7 @@ Create Date: 2026-12-01 22:00:00
 """
 
 import sqlalchemy as sa
+import sqlmodel
 from alembic import op
 
 revision = '0009_run_graph'
@@ -17,9 +19,17 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column('workflow_run', sa.Column('graph', sa.JSON(), nullable=True))
+    op.create_table(
+        'workflow_graph_snapshot',
+        sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column('graph', sa.JSON(), nullable=False),
+        sa.Column('sys_created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.PrimaryKeyConstraint('id'),
+    )
+    op.add_column('workflow_run', sa.Column('graph_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table('workflow_run') as batch:
-        batch.drop_column('graph')
+        batch.drop_column('graph_id')
+    op.drop_table('workflow_graph_snapshot')
