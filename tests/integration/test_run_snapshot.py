@@ -14,9 +14,10 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import update
+from sqlmodel import func, select
 
 from backend.db import session_scope
-from backend.db.models import WorkflowRun, utcnow
+from backend.db.models import WorkflowGraphSnapshot, WorkflowRun, utcnow
 from backend.engine.timers import wake_due_runs
 from tests.integration.test_engine import START, approval_graph, edge, ran, transform
 
@@ -168,3 +169,19 @@ def test_retrying_a_failed_run_after_the_draft_changed_continues_its_original_gr
     assert ran(run) == ["p", "z"]
     assert ai_server.last_chat.user_text == "topic 7"
     assert run["output"] == {"z": {"result": "said: fine", "missing": []}}
+
+
+def test_runs_of_the_same_graph_share_one_stored_snapshot(api):
+    """A snapshot is stored once per distinct graph, however many runs start with it."""
+    def snapshots() -> int:
+        with session_scope() as session:
+            return session.exec(select(func.count()).select_from(WorkflowGraphSnapshot)).one()
+
+    workflow_id = create(api, CHAIN)
+    before = snapshots()
+    runs = [start(api, workflow_id, {"n": n}) for n in range(3)]
+    assert all(run["status"] == "completed" for run in runs), runs
+    assert snapshots() == before + 1
+    save_draft(api, workflow_id, EDITED_CHAIN)
+    assert ran(start(api, workflow_id, {"n": 9})) == ["start", "a", "c"]
+    assert snapshots() == before + 2
