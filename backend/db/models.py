@@ -268,17 +268,19 @@ class WorkflowVersion(SQLModel, table=True):
 
 
 class WorkflowGraphSnapshot(SQLModel, table=True):
-    """A graph exactly as a run started with it, stored once per distinct content.
+    """A graph exactly as runs of a workflow started with it, stored once per distinct content.
 
-    The id is the SHA-256 of the graph's canonical JSON (backend.engine.executor.store_graph), so
-    every run of unchanged content shares one row, and a row never changes. Kept out of the
-    workflow_run row on purpose: a run's context is rewritten after every step, and SQLite
-    rewrites the whole row each time.
+    The id is the SHA-256 of the workflow id and the graph's canonical JSON
+    (backend.engine.executor.store_graph), so every run of unchanged content shares one row, a row
+    never changes, and no row is shared between workflows (deleting a workflow deletes its own).
+    Kept out of the workflow_run row on purpose: a run's context is rewritten after every step,
+    and SQLite rewrites the whole row each time.
     """
 
     __tablename__ = "workflow_graph_snapshot"
 
     id: str = Field(primary_key=True, max_length=64)
+    workflow_id: str = Field(foreign_key="workflow.id", index=True, max_length=32)
     graph: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     sys_created_at: datetime = Field(default_factory=utcnow)
 

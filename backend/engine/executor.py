@@ -153,16 +153,17 @@ def _validation_of(version: WorkflowVersion) -> list[FieldError]:
     return errors
 
 
-def store_graph(session: Session, graph: dict[str, Any]) -> str:
-    """Store `graph` as an immutable snapshot (once per distinct content); returns its id.
+def store_graph(session: Session, workflow_id: str, graph: dict[str, Any]) -> str:
+    """Store `graph` as an immutable snapshot of `workflow_id` (once per distinct content); returns its id.
 
-    The id is the SHA-256 of the canonical JSON, so the same content always has the same id and
-    an existing row is never written again (INSERT … ON CONFLICT DO NOTHING).
+    The id is the SHA-256 of the workflow id and the canonical JSON, so the same content always
+    has the same id and an existing row is never written again (INSERT … ON CONFLICT DO NOTHING).
     """
     canonical = json.dumps(graph, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    graph_id = hashlib.sha256(canonical.encode()).hexdigest()
+    graph_id = hashlib.sha256(f"{workflow_id}\n{canonical}".encode()).hexdigest()
     insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else postgresql_insert
-    session.execute(insert(_SNAPSHOTS).values(id=graph_id, graph=graph, sys_created_at=utcnow())
+    session.execute(insert(_SNAPSHOTS).values(id=graph_id, workflow_id=workflow_id, graph=graph,
+                                              sys_created_at=utcnow())
                     .on_conflict_do_nothing(index_elements=["id"]))
     return graph_id
 
@@ -208,7 +209,7 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     run = WorkflowRun(workflow_id=workflow.id, version_id=version.id, mandate_id=workflow.mandate_id,
                       feature_instance_id=workflow.feature_instance_id, status=lifecycle.RUNNING, mode=mode,
                       trigger=trigger, input=input, sys_created_by=user.id,
-                      graph_id=store_graph(session, version.graph),
+                      graph_id=store_graph(session, workflow.id, version.graph),
                       context={"outputs": {}, "frontier": frontier.to_state(), "loops": {}, "ends": {},
                                "suspended": {}})
     session.add(run)

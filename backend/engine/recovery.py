@@ -103,7 +103,8 @@ def retry_failed_run(session: Session, user: User, run: WorkflowRun) -> Workflow
     if context.get("suspended"):
         raise Conflict(f"run {run.id} was also waiting for a person; start a new run instead")
     graph = run_graph(session, run)
-    graph_id = run.graph_id or store_graph(session, graph)  # a run from before 0009: its version's graph
+    # A run from before migration 0009 has no snapshot: its retry keeps its version's graph.
+    graph_id = run.graph_id or store_graph(session, run.workflow_id, graph)
     frontier = Frontier(Graph(graph), context.get("frontier"))
     if node_id not in frontier.ready and node_id not in frontier.finished:
         frontier.ready.append(node_id)

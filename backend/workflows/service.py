@@ -22,6 +22,7 @@ from backend.db.models import (
     RunStepLog,
     User,
     Workflow,
+    WorkflowGraphSnapshot,
     WorkflowRun,
     WorkflowVersion,
     utcnow,
@@ -140,11 +141,12 @@ def update_workflow(
 
 
 def delete_workflow(session: Session, workflow: Workflow) -> None:
-    """Delete a workflow with its versions, runs, step logs and tasks."""
+    """Delete a workflow with its versions, runs (and their graph snapshots), step logs and tasks."""
     run_ids = select(WorkflowRun.id).where(WorkflowRun.workflow_id == workflow.id)
     session.execute(delete(RunStepLog).where(RunStepLog.run_id.in_(run_ids)))
     session.execute(delete(HumanTask).where(HumanTask.run_id.in_(run_ids)))
     session.execute(delete(WorkflowRun).where(WorkflowRun.workflow_id == workflow.id))
+    session.execute(delete(WorkflowGraphSnapshot).where(WorkflowGraphSnapshot.workflow_id == workflow.id))
     session.execute(delete(WorkflowVersion).where(WorkflowVersion.workflow_id == workflow.id))
     changes.notify_on_commit(session, workflow.id)  # the scheduler drops its jobs
     session.delete(workflow)

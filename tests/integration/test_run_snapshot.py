@@ -172,7 +172,7 @@ def test_retrying_a_failed_run_after_the_draft_changed_continues_its_original_gr
 
 
 def test_runs_of_the_same_graph_share_one_stored_snapshot(api):
-    """A snapshot is stored once per distinct graph, however many runs start with it."""
+    """A snapshot is stored once per workflow and distinct graph, however many runs start with it."""
     def snapshots() -> int:
         with session_scope() as session:
             return session.exec(select(func.count()).select_from(WorkflowGraphSnapshot)).one()
@@ -185,3 +185,7 @@ def test_runs_of_the_same_graph_share_one_stored_snapshot(api):
     save_draft(api, workflow_id, EDITED_CHAIN)
     assert ran(start(api, workflow_id, {"n": 9})) == ["start", "a", "c"]
     assert snapshots() == before + 2
+    # Snapshots belong to their workflow (never shared with another) and go with it.
+    deleted = api.client.delete(f"{api.base()}/workflows/{workflow_id}", headers=api.auth)
+    assert deleted.status_code == 204, deleted.text
+    assert snapshots() == before

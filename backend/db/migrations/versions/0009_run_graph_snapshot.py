@@ -1,5 +1,5 @@
 """workflow_graph_snapshot and workflow_run.graph_id: the graph a run executes, stored when it
-starts (once per distinct content, by SHA-256), so that later saves of the draft never change a
+starts (once per workflow and distinct content, by SHA-256), so that later saves of the draft never change a
 run under way (test runs of the draft included); runs from before this revision keep NULL and
 read their version's graph
 
@@ -22,10 +22,14 @@ def upgrade() -> None:
     op.create_table(
         'workflow_graph_snapshot',
         sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column('workflow_id', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
         sa.Column('graph', sa.JSON(), nullable=False),
         sa.Column('sys_created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.ForeignKeyConstraint(['workflow_id'], ['workflow.id']),
         sa.PrimaryKeyConstraint('id'),
     )
+    op.create_index(op.f('ix_workflow_graph_snapshot_workflow_id'), 'workflow_graph_snapshot', ['workflow_id'],
+                    unique=False)
     op.add_column('workflow_run', sa.Column('graph_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True))
 
 
