@@ -18,10 +18,15 @@ It assumes one application process per database: a second process started while 
 is executing runs would continue them too.
 
 Retry from the failed node (issue 5, item 9): :func:`retry_failed_run` creates a **new run**
-of the same workflow version with the same input, mode and trigger, executing the same graph
-(the failed run's snapshot, not what the draft holds now: its context only fits that graph),
-whose context is a copy of the failed run's — completed outputs, frontier, loop positions, branch ends — with the failed
-node made ready again. Completed nodes are therefore not executed again; only the failed node
+of the same workflow version with the same input, mode and trigger, whose context is a copy of
+the failed run's — completed outputs, frontier, loop positions, branch ends — with the failed
+node made ready again. Like n8n, it runs either the version's graph as it is now (`current`,
+the default: fix the failing node in the draft, then retry) or the failed run's own snapshot
+(`original`). The new run keeps a snapshot of whichever graph it runs. The frontier refers to
+edges by position, so for the current graph it is carried over edge by edge (source, handle,
+target); a change around the part that already ran (the failed node or a node that ran or
+waits removed, or an edge added out of a finished node) cannot be carried and is refused with
+the nodes named. Completed nodes are therefore not executed again; only the failed node
 and what follows it run (and appear in the new run's step log). The failed run stays `failed`
 (a finished run never changes state, DESIGN §5), and DESIGN §6 has no field linking the two
 runs: the new run's id is the answer of the retry request.
@@ -36,7 +41,7 @@ import threading
 from sqlmodel import Session, select
 
 from backend.db import session_scope
-from backend.db.models import RunStepLog, User, WorkflowRun
+from backend.db.models import RunStepLog, User, WorkflowRun, WorkflowVersion
 from backend.engine.executor import execute_run, run_graph, store_graph
 from backend.engine.frontier import Frontier, Graph
 from backend.errors import Conflict
@@ -85,14 +90,64 @@ def failed_node(session: Session, run: WorkflowRun) -> str | None:
     return step.node_id if step is not None else None
 
 
-def retry_failed_run(session: Session, user: User, run: WorkflowRun) -> WorkflowRun:
+RETRY_GRAPHS = ("current", "original")
+
+
+def _edge_key(edge: dict) -> tuple[str, str, str]:
+    return edge["source"], edge.get("sourceHandle") or "out", edge["target"]
+
+
+def carry_frontier(old: dict, new: dict, state: dict, failed: str) -> dict:
+    """The frontier `state` of graph `old` expressed over graph `new` (edges are kept by position).
+
+    Raises:
+        Conflict: naming what cannot be carried: the `failed` node or a node that ran, waits or
+            is ready but is gone from `new`, or an edge of `new` out of a finished node that
+            `old` did not have (whether it fired is unknown).
+    """
+    new_nodes = {n["id"] for n in new.get("nodes", [])}
+    kept = {failed, *(n for key in ("ready", "finished", "waiting") for n in state.get(key, []))}
+    gone = sorted(n for n in kept if n not in new_nodes)
+    old_edges = [_edge_key(e) for e in old.get("edges", [])]
+    new_index = {_edge_key(e): i for i, e in enumerate(new.get("edges", []))}
+    finished = set(state.get("finished", []))
+    unknown = sorted(f"{s} -> {t}" for (s, _h, t) in set(new_index) - set(old_edges) if s in finished)
+    if gone or unknown:
+        reasons = ([f"nodes {', '.join(gone)} are no longer in the workflow"] if gone else []) + (
+            [f"new connections out of nodes that already ran: {', '.join(unknown)}"] if unknown else [])
+        raise Conflict("the workflow changed around the part of the run that already ran ("
+                       + "; ".join(reasons) + "); retry with the original graph or start a new run")
+
+    def carried(indexes: list[int]) -> list[int]:
+        return sorted(new_index[old_edges[i]] for i in indexes if i < len(old_edges) and old_edges[i] in new_index)
+
+    return {**state, "fired": carried(state.get("fired", [])), "dead": carried(state.get("dead", []))}
+
+
+def _retry_graph(session: Session, run: WorkflowRun, which: str) -> dict:
+    """The graph a retry runs: its version's graph now (`current`) or the run's snapshot (`original`)."""
+    if which not in RETRY_GRAPHS:
+        raise Conflict(f"graph must be one of {', '.join(RETRY_GRAPHS)}")
+    version = session.get(WorkflowVersion, run.version_id) if which == "current" else None
+    return version.graph if version is not None else run_graph(session, run)
+
+
+def retry_failed_run(session: Session, user: User, run: WorkflowRun, graph: str = "current") -> WorkflowRun:
     """A new run that continues `run` from its failed node, reusing every completed output.
 
     The new run is added and flushed, not executed; the caller commits and executes it.
 
+    Args:
+        session: The open transaction.
+        user: Who retries (the new run's starter).
+        run: The failed run.
+        graph: `current` (its version's graph now, e.g. the fixed draft) or `original` (the
+            failed run's own snapshot).
+
     Raises:
         Conflict: `run` has not failed, or no failed node is recorded (e.g. a flow.stop ended
-            it, or it failed before its first step), or a branch of it was waiting for a person.
+            it, or it failed before its first step), or a branch of it was waiting for a person,
+            or the current graph changed around what already ran (see :func:`carry_frontier`).
     """
     if run.status != lifecycle.FAILED:
         raise Conflict(f"run {run.id} is {run.status}; only a failed run can be retried")
@@ -102,10 +157,12 @@ def retry_failed_run(session: Session, user: User, run: WorkflowRun) -> Workflow
         raise Conflict(f"run {run.id} has no failed node to retry from")
     if context.get("suspended"):
         raise Conflict(f"run {run.id} was also waiting for a person; start a new run instead")
-    graph = run_graph(session, run)
-    # A run from before migration 0009 has no snapshot: its retry keeps its version's graph.
-    graph_id = run.graph_id or store_graph(session, run.workflow_id, graph)
-    frontier = Frontier(Graph(graph), context.get("frontier"))
+    original = run_graph(session, run)
+    chosen = _retry_graph(session, run, graph)
+    if chosen != original:
+        context["frontier"] = carry_frontier(original, chosen, context.get("frontier") or {}, node_id)
+    graph_id = store_graph(session, run.workflow_id, chosen)
+    frontier = Frontier(Graph(chosen), context.get("frontier"))
     if node_id not in frontier.ready and node_id not in frontier.finished:
         frontier.ready.append(node_id)
     context["frontier"] = frontier.to_state()

@@ -3,8 +3,9 @@
 Test runs of the draft used to read the draft's WorkflowVersion row, which every draft save
 overwrites: a run waiting on an approval whose node was then removed from the draft failed with
 a 500 when the task was completed. Each run now keeps a snapshot of its graph (WorkflowRun.graph_id);
-completing a task, continuing a step-mode run, waking a flow.wait and retrying a failed run all
-go on with that snapshot. Runs from before the snapshot (graph_id NULL) read their version's graph.
+completing a task, continuing a step-mode run and waking a flow.wait go on with that snapshot;
+retrying a failed run takes the current graph (the fix) unless asked for the original.
+Runs from before the snapshot (graph_id NULL) read their version's graph.
 """
 
 from __future__ import annotations
@@ -153,6 +154,44 @@ EDITED_AI = {"nodes": [START, transform("a", "other"), transform("q", "q")], "ed
                                                                                      edge("a", "q")]}
 
 
+# The failing prompt fixed in place: same nodes and edges, another parameter.
+FIXED_AI = {**FLAKY_AI, "nodes": [START, transform("a", "topic {{ n }}"),
+                                  {"id": "p", "type": "ai.prompt",
+                                   "parameters": {"prompt": "fixed {{ nodes.a.output.result }}"}},
+                                  transform("z", "said: {{ text }}", data="{{ nodes.p.output }}")]}
+
+
+def test_retrying_after_fixing_the_failed_node_runs_the_fix_and_reuses_what_ran(api, ai_server):
+    """n8n's "retry with the currently saved workflow": the default of the editor's button."""
+    ai_server.fail(500, times=50)
+    workflow_id = create(api, FLAKY_AI)
+    failed = start(api, workflow_id, {"n": 7})
+    assert failed["status"] == "failed", failed
+    save_draft(api, workflow_id, FIXED_AI)
+
+    ai_server.clear()
+    ai_server.reply("fine")
+    retried = api.client.post(f"{api.base()}/runs/{failed['id']}/retry", headers=api.auth)
+    assert retried.status_code == 201, retried.text
+    run = retried.json()
+    assert run["status"] == "completed", run
+    assert ran(run) == ["p", "z"]  # start and a are reused, not run again
+    assert ai_server.last_chat.user_text == "fixed topic 7"
+
+
+def test_retrying_with_the_current_graph_refuses_a_change_around_what_already_ran(api, ai_server):
+    ai_server.fail(500, times=50)
+    workflow_id = create(api, FLAKY_AI)
+    failed = start(api, workflow_id, {"n": 7})
+    save_draft(api, workflow_id, EDITED_AI)
+    before = api.client.get(f"{api.base()}/runs", headers=api.auth).json()
+
+    refused = api.client.post(f"{api.base()}/runs/{failed['id']}/retry", headers=api.auth)
+    assert refused.status_code == 409, refused.text
+    assert "p" in refused.json()["detail"] and "original graph" in refused.json()["detail"]
+    assert len(api.client.get(f"{api.base()}/runs", headers=api.auth).json()) == len(before)
+
+
 def test_retrying_a_failed_run_after_the_draft_changed_continues_its_original_graph(api, ai_server):
     ai_server.fail(500, times=50)
     workflow_id = create(api, FLAKY_AI)
@@ -162,7 +201,8 @@ def test_retrying_a_failed_run_after_the_draft_changed_continues_its_original_gr
 
     ai_server.clear()
     ai_server.reply("fine")
-    retried = api.client.post(f"{api.base()}/runs/{failed['id']}/retry", headers=api.auth)
+    retried = api.client.post(f"{api.base()}/runs/{failed['id']}/retry", params={"graph": "original"},
+                              headers=api.auth)
     assert retried.status_code == 201, retried.text
     run = retried.json()
     assert run["status"] == "completed", run

@@ -425,10 +425,13 @@ class GraphicalEditorInterface(Door):
 
     @guarded(RESOURCE, EXECUTE)
     @guarded(DATA, RUN_DATA, "create")
-    def retry_run(self, run: WorkflowRun, wait_seconds: float | None = None) -> WorkflowRun:
+    def retry_run(self, run: WorkflowRun, wait_seconds: float | None = None, graph: str = "current") -> WorkflowRun:
         """Retry a failed run from its failed node: a new run that reuses the completed outputs
-        (see backend/engine/recovery.py) executed to its next resting state; 409 unless failed."""
-        retry = recovery.retry_failed_run(self.session, self.user, run)
+        (see backend/engine/recovery.py) executed to its next resting state; 409 unless failed.
+
+        `graph`: `current` runs the version's graph as it is now (the fixed draft), `original`
+        the failed run's own snapshot."""
+        retry = recovery.retry_failed_run(self.session, self.user, run, graph)
         self.session.commit()
         return self._executed(retry, wait_seconds)
 

@@ -250,10 +250,14 @@ def continue_run(run_id: RunId, iface: Iface) -> RunOut:
 
 
 @router.post("/runs/{runId}/retry", status_code=201, response_model=RunOut, **declared_by(Door.retry_run))
-def retry_run(run_id: RunId, iface: Iface) -> RunOut:
+def retry_run(run_id: RunId, iface: Iface,
+              graph: Annotated[Literal["current", "original"], Query(
+                  description="current: the version's graph as it is now (e.g. the fixed draft); "
+                              "original: the graph the failed run ran")] = "current") -> RunOut:
     """Retry a failed run from its failed node: the answer is a new run (201) that reused the
-    outputs of the completed steps, after it completed, failed or paused; 409 unless failed."""
-    return run_out(iface, iface.retry_run(iface.get_run(run_id)), with_steps=True)
+    outputs of the completed steps, after it completed, failed or paused; 409 unless failed, or
+    when the current graph changed around the part that already ran (the nodes are named)."""
+    return run_out(iface, iface.retry_run(iface.get_run(run_id), graph=graph), with_steps=True)
 
 
 # --- the editor's AI chat (UC-4): the agent with the workflow toolbox, knowing the graph ----------
