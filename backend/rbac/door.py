@@ -16,8 +16,8 @@ Row-level own/all decisions stay inside the method, through
 
 A door that serves the instances of every feature (the file store, agent chats) declares an
 item of "the door's feature" with :class:`FeatureItem`: ``FeatureItem.data("file")`` is declared
-as ``data.feature.{featureCode}.file`` and checked, per door, as ``data.feature.workspace.file``
-or ``data.feature.graphicalEditor.file`` (the door's ``feature_code``).
+as ``data.feature.{featureCode}.file`` and checked, per door, with the door's ``feature_code``
+put in (the file item of the Workspace for a Workspace instance, and so on).
 
 Example::
 
@@ -71,7 +71,7 @@ class FeatureItem(str):
         return cls(f"ui.feature.{FEATURE_PLACEHOLDER}.{name}")
 
     def of(self, feature_code: str) -> str:
-        """The item of one feature: ``data.feature.workspace.file`` for ``workspace``."""
+        """The item of one feature: the placeholder replaced by `feature_code`."""
         return str.replace(self, FEATURE_PLACEHOLDER, feature_code)
 
 
