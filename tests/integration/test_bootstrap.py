@@ -39,7 +39,7 @@ def test_first_start_prints_a_generated_password_once_and_it_works(fresh_config,
     second = capsys.readouterr().out
     assert password not in second and "up to date" in second
     with session_scope() as session:
-        assert login(session, "admin", password).token.startswith("pon_")
+        assert login(session, "admin", password, client_address="127.0.0.1").token.startswith("pon_")
         admin = session.exec(select(User).where(User.username == "admin")).one()
         assert admin.is_sysadmin and admin.password_hash and password not in admin.password_hash
 
@@ -74,9 +74,9 @@ def test_configured_admin_and_secret_key(fresh_config, monkeypatch):
     result = bootstrap.prepare()
     assert result.admin_created and result.generated_password is None
     with session_scope() as session:
-        assert login(session, "root", "configured-pw").user_id
+        assert login(session, "root", "configured-pw", client_address="127.0.0.1").user_id
         with pytest.raises(LoginFailed):
-            login(session, "admin", "configured-pw")
+            login(session, "admin", "configured-pw", client_address="127.0.0.1")
     key_file = fresh_config / "secret.key"
     assert key_file.exists() and stat.S_IMODE(key_file.stat().st_mode) == 0o600
     key = get_settings().secret_key
