@@ -212,7 +212,7 @@ class Administration(Door):
     @guarded("sysadmin")
     def create_mandate(self, name: str) -> Mandate:
         """A new mandate with copies of the system template roles."""
-        return create_mandate(self.session, clean_name(name, "name"))
+        return create_mandate(self.session, clean_name(name, "name", 200))
 
     # --- users -------------------------------------------------------------------------------
 
@@ -232,9 +232,11 @@ class Administration(Door):
         mandate = self._mandate(mandate_id)
         if is_sysadmin and not self.actor.is_sysadmin:
             raise Forbidden("only a system administrator can grant system administration")
-        username = (username or "").strip()
+        username = clean_name(username or "", "username", 150)
         if not username:
             raise InvalidInput([FieldError("username", "must not be empty")])
+        if display_name is not None:
+            display_name = clean_name(display_name, "displayName", 200) or None
         roles = self._validate_roles(mandate, roles)
         _check_password(password)
         if self.session.exec(select(User.id).where(func.lower(User.username) == username.lower())).first():
@@ -324,7 +326,7 @@ class Administration(Door):
     def create_instance(self, mandate_id: str, feature_code: str, label: str) -> FeatureInstance:
         """A new feature instance with copies of the feature's template roles."""
         mandate = self._mandate(mandate_id)
-        return create_feature_instance(self.session, mandate, feature_code, clean_name(label, "label"))
+        return create_feature_instance(self.session, mandate, feature_code, clean_name(label, "label", 200))
 
     @guarded("RESOURCE", MANAGE_ACCESS)
     def list_access(self, instance_id: str) -> list[AccessInfo]:

@@ -22,6 +22,7 @@ from sqlmodel import Session, select
 from backend.config import get_settings
 from backend.db.models import AuthToken, LoginFailure, User, utcnow
 from backend.errors import Conflict, FieldError, InvalidInput, NotFound
+from backend.names import clean_name
 
 LOGIN_FAILED_MESSAGE = "Unknown user or wrong password."
 THROTTLE_FREE_FAILURES = 5  # per (username, client address)
@@ -238,7 +239,7 @@ def list_api_tokens(session: Session, user: User) -> list[AuthToken]:
 
 def create_api_token(session: Session, user: User, name: str) -> tuple[AuthToken, str]:
     """A named personal API token; the token text is returned once and only its hash is kept."""
-    name = (name or "").strip()
+    name = clean_name(name or "", "name", 200)
     if not name:
         raise InvalidInput([FieldError("name", "must not be empty")])
     if any(t.name == name for t in list_api_tokens(session, user)):

@@ -88,7 +88,9 @@ def _hit_row(state, hit: HitRow, attach: bool, row_extra: RowExtra) -> rx.Compon
     return rx.hstack(
         rx.box(
             rx.text(hit["path"], size="2", class_name="hit-path", word_break="break-all"),
-            rx.text(hit["snippet"], size="1", color_scheme="gray", class_name="hit-snippet"),
+            # The store marks matches between ** (backend/files/service.py SNIPPET_MARK): shown bold.
+            rx.markdown(hit["snippet"], class_name="hit-snippet",
+                        component_map={"p": lambda text: rx.text(text, size="1", color_scheme="gray")}),
             on_click=state.preview_file(hit["path"]), cursor="pointer", flex="1", min_width="0",
         ),
         *_extras(state, hit["path"], attach, row_extra),

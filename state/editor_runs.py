@@ -240,7 +240,7 @@ class EditorRunsMixin(rx.State, mixin=True):
         except (DomainError, ConcurrentTransition, IllegalTransition) as exc:
             self.error = user_message(exc)
             return None
-        return self.refresh_run
+        return type(self).refresh_run
 
     def _open_run(self, run_id: str) -> None:
         """Show a run of this workflow (colours and trace), e.g. one the Monitor links to."""

@@ -168,6 +168,7 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
         try:
             graph, exported_name = parse_import_named(raw)
         except DomainError as exc:
+            self.notice = ""
             self.error = f"Import of {upload.name or 'the file'} refused: {user_message(exc)}"
             return None
         name = self._free_name(exported_name or (upload.name or "Imported workflow").rsplit(".", 1)[0])

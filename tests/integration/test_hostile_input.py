@@ -298,3 +298,21 @@ def test_mandate_instance_file_folder_and_chat_names_refuse_control_characters(a
     refused(api.client.patch(chat_url, json={"title": "Count\ning"}, headers=api.auth), "title")
     renamed = api.client.patch(chat_url, json={"title": " Counting sheep "}, headers=api.auth)
     assert renamed.status_code == 200 and renamed.json()["title"] == "Counting sheep"
+
+
+@SQLITE
+def test_usernames_display_names_token_names_and_long_names_are_refused_naming_the_field(api):
+    mandate = api.client.post("/api/mandates", json={"name": "Names AG"}, headers=api.auth).json()
+    users = f"/api/mandates/{mandate['id']}/users"
+    body = {"password": "a-long-password-1", "roles": ["viewer"]}
+    refused(api.client.post(users, json={**body, "username": "nl\nuser"}, headers=api.auth), "username")
+    refused(api.client.post(users, json={**body, "username": "evil\u202eadmin"}, headers=api.auth), "username")
+    refused(api.client.post(users, json={**body, "username": "u" * 151}, headers=api.auth), "username")
+    refused(api.client.post(users, json={**body, "username": "bell", "displayName": "x\x07y"}, headers=api.auth),
+            "displayName")
+    refused(api.client.post("/api/me/tokens", json={"name": "ci\ttoken"}, headers=api.auth), "name")
+    refused(api.client.post("/api/me/tokens", json={"name": "t" * 201}, headers=api.auth), "name")
+    refused(api.client.post("/api/mandates", json={"name": "M" * 201}, headers=api.auth), "name")
+    members = api.client.get(users, headers=api.auth).json()
+    assert all(m["username"] in ("admin",) or "\n" not in m["username"] for m in members)
+    assert api.client.get("/api/me/tokens", headers=api.auth).json() == []
