@@ -321,6 +321,8 @@ class WorkflowRun(SQLModel, table=True):
     # the run started, so a later save of the draft never changes a run under way (None: a run
     # from before migration 0009, which reads its version's graph).
     graph_id: str | None = Field(default=None, max_length=64)
+    # The failed run this one retries from its failed node (backend/engine/recovery.py), if any.
+    retry_of: str | None = Field(default=None, max_length=32, index=True)
 
 
 class RunStepLog(SQLModel, table=True):

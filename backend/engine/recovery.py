@@ -132,6 +132,17 @@ def _retry_graph(session: Session, run: WorkflowRun, which: str) -> dict:
     return version.graph if version is not None else run_graph(session, run)
 
 
+def _refuse_second_retry(session: Session, run: WorkflowRun) -> None:
+    """Conflict when a retry of `run` is under way or done: retrying again would run its later
+    steps (and ask its people) twice. A retry that failed or was cancelled may be retried itself."""
+    earlier = session.exec(select(WorkflowRun).where(
+        WorkflowRun.retry_of == run.id,
+        WorkflowRun.status.not_in((lifecycle.FAILED, lifecycle.CANCELLED)))).first()
+    if earlier is not None:
+        raise Conflict(f"run {run.id} was already retried by run {earlier.id} ({earlier.status}); "
+                       "open that run instead")
+
+
 def retry_failed_run(session: Session, user: User, run: WorkflowRun, graph: str = "current") -> WorkflowRun:
     """A new run that continues `run` from its failed node, reusing every completed output.
 
@@ -151,6 +162,7 @@ def retry_failed_run(session: Session, user: User, run: WorkflowRun, graph: str 
     """
     if run.status != lifecycle.FAILED:
         raise Conflict(f"run {run.id} is {run.status}; only a failed run can be retried")
+    _refuse_second_retry(session, run)
     node_id = failed_node(session, run)
     context = copy.deepcopy(run.context or {})
     if node_id is None:
@@ -172,7 +184,7 @@ def retry_failed_run(session: Session, user: User, run: WorkflowRun, graph: str 
     retry = WorkflowRun(workflow_id=run.workflow_id, version_id=run.version_id, mandate_id=run.mandate_id,
                         feature_instance_id=run.feature_instance_id, status=lifecycle.RUNNING, mode=run.mode,
                         trigger=run.trigger, input=copy.deepcopy(run.input), sys_created_by=user.id,
-                        graph_id=graph_id, context=context)
+                        graph_id=graph_id, retry_of=run.id, context=context)
     session.add(retry)
     session.flush()
     return retry

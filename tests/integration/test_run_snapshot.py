@@ -229,3 +229,24 @@ def test_runs_of_the_same_graph_share_one_stored_snapshot(api):
     deleted = api.client.delete(f"{api.base()}/workflows/{workflow_id}", headers=api.auth)
     assert deleted.status_code == 204, deleted.text
     assert snapshots() == before
+
+
+def test_a_failed_run_is_retried_once_unless_its_retry_failed_too(api, ai_server):
+    """Retrying a run twice would run its later steps (and ask its people) twice."""
+    ai_server.fail(500, times=50)
+    workflow_id = create(api, FLAKY_AI)
+    failed = start(api, workflow_id, {"n": 7})
+    assert failed["status"] == "failed", failed
+
+    again = api.client.post(f"{api.base()}/runs/{failed['id']}/retry", headers=api.auth)
+    assert again.status_code == 201 and again.json()["status"] == "failed", again.text  # the provider still fails
+    ai_server.clear()
+    ai_server.reply("fine")
+    retried = api.client.post(f"{api.base()}/runs/{failed['id']}/retry", headers=api.auth)
+    assert retried.status_code == 201 and retried.json()["status"] == "completed", retried.text
+    runs_before = len(api.client.get(f"{api.base()}/runs", headers=api.auth).json())
+
+    refused = api.client.post(f"{api.base()}/runs/{failed['id']}/retry", headers=api.auth)
+    assert refused.status_code == 409, refused.text
+    assert retried.json()["id"] in refused.json()["detail"]
+    assert len(api.client.get(f"{api.base()}/runs", headers=api.auth).json()) == runs_before
