@@ -31,7 +31,8 @@ def _toolbar() -> rx.Component:
     editing = EditorState.can_edit & (EditorState.viewing_version == "")
     running = EditorState.watching
     return rx.hstack(
-        rx.heading(EditorState.workflow_name, size="4", id="workflow-name"),
+        rx.heading(EditorState.workflow_name, size="4", id="workflow-name", min_width="0",
+                   style={"overflow_wrap": "anywhere"}),
         _save_badge(),
         rx.spacer(),
         rx.icon_button(rx.icon("undo-2", size=16), on_click=EditorState.undo, disabled=~EditorState.can_undo | ~editing,
