@@ -18,5 +18,6 @@ def data_table(headers: Sequence[str], rows: rx.Var, render_row: Callable, table
         rx.table.body(rx.foreach(rows, render_row)),
         width="100%",
         id=table_id,
-        style={"overflow_wrap": "anywhere"},
+        # The first column holds the names; buttons keep their words whole.
+        style={"& td:first-child": {"overflow_wrap": "anywhere"}, "& button": {"white_space": "nowrap"}},
     )
