@@ -19,5 +19,5 @@ def data_table(headers: Sequence[str], rows: rx.Var, render_row: Callable, table
         width="100%",
         id=table_id,
         # The first column holds the names; buttons keep their words whole.
-        style={"& td:first-child": {"overflow_wrap": "anywhere"}, "& button": {"white_space": "nowrap"}},
+        style={"& td:first-of-type": {"overflow_wrap": "anywhere"}, "& button": {"white_space": "nowrap"}},
     )
