@@ -20,9 +20,7 @@ Generated from the app itself, so a new route or handler is covered without edit
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
-import pkgutil
 import threading
 import typing
 from collections.abc import Iterator
@@ -48,6 +46,7 @@ from tests.integration.test_tenant_isolation import (
     routes,
     snapshot,
 )
+from tests.unit.test_permission_declarations import _state_classes as app_state_classes
 
 SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 DATA_KINDS = ("DATA", "RESOURCE")
@@ -225,19 +224,8 @@ def test_no_get_answer_of_a_user_without_rights_names_the_mandates_data(walk):
 
 
 def _state_classes() -> list[type]:
-    import reflex as rx
-
-    import state
-
-    for info in pkgutil.walk_packages(state.__path__, "state."):
-        importlib.import_module(info.name)
-
-    def subclasses(cls: type) -> Iterator[type]:
-        for sub in cls.__subclasses__():
-            yield sub
-            yield from subclasses(sub)
-
-    return [c for c in set(subclasses(rx.State)) if c.__module__.split(".")[0] == "state" and not c._mixin]
+    """The app's state classes that can be instantiated (mixins are not)."""
+    return [c for c in app_state_classes() if not c._mixin]
 
 
 def _declaration(handler) -> dict:
