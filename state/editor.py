@@ -33,6 +33,7 @@ from backend.workflows.validation import validate_graph
 from state.auth import AuthState, NotSignedIn
 from state.editor_chat import EditorChatMixin
 from state.editor_files import EditorFilesMixin
+from state.editor_params import EditorParamsMixin
 from state.editor_runs import EditorRunsMixin
 from state.editor_versions import EditorVersionsMixin
 from state.page import PageMixin, user_message
@@ -79,7 +80,8 @@ def editor_interface(session, user, workflow_id: str) -> tuple[GraphicalEditorIn
     return interface_of_workflow(user, workflow_id, session)
 
 
-class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorFilesMixin, PageMixin, AuthState):
+class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorFilesMixin, EditorParamsMixin,
+                  PageMixin, AuthState):
     """The editor page: canvas, palette, parameter panel, save status, undo/redo."""
 
     workflow_id: str = ""
@@ -147,6 +149,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
             self.can_edit, self.can_execute = rights.can_edit, rights.can_execute
             view = iface.workflow_view(workflow, masked=True)
             self._adopt(view.graph, view.edited_version_id or "", view.edited_lock_version or 0)
+            self._load_test_input(workflow)
             self._load_versions(iface, workflow)
             self._load_chat_rights(iface, rights.can_use_agent)
         self.palette_groups = _palette_groups(self.palette_query)
@@ -242,6 +245,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
 
     def _show_selected(self) -> None:
         node = graph_edit.nodes_by_id(self._shown_graph()).get(self.selected_node) if self.selected_node else None
+        self._node_extras(node)
         if node is None:
             self.node_label = self.node_type_id = self.node_type_label = ""
             self.param_fields, self.expression_options = [], []

@@ -172,6 +172,12 @@ class EditorRunsMixin(rx.State, mixin=True):
         self.watching = True
         return type(self).watch_run
 
+    def _load_test_input(self, workflow) -> None:
+        """Show the workflow's stored test input (a template's sample input to begin with)."""
+        stored = workflow.test_input
+        self.run_input = "" if stored is None else json.dumps(stored, ensure_ascii=False, indent=2)
+        self.run_input_error = ""
+
     def _parsed_input(self) -> tuple[bool, Any]:
         text = self.run_input.strip()
         if not text:
@@ -196,9 +202,15 @@ class EditorRunsMixin(rx.State, mixin=True):
         if not ok:
             return None
         self.run_mode = mode
-        return self._launch(lambda iface, workflow: iface.start_run(workflow, value, "draft" if
-                                                                     self._base_version_id else None,
-                                                                     mode, wait_seconds=0))
+        keep = self.can_edit
+
+        def start(iface, workflow):
+            if keep and workflow.test_input != value:  # the test input is kept with the workflow
+                iface.update_workflow(workflow, test_input=value)
+            return iface.start_run(workflow, value, "draft" if self._base_version_id else None, mode,
+                                   wait_seconds=0)
+
+        return self._launch(start)
 
     @rx.event
     @requires_door(Door.start_run)

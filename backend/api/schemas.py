@@ -52,9 +52,12 @@ class WorkflowCreate(StrictCamelModel):
 
 
 class WorkflowPatch(StrictCamelModel):
+    """Only the fields given change; `testInput: null` clears the test input."""
+
     name: str | None = None
     description: str | None = None
     active: bool | None = None
+    test_input: Any = None
 
 
 class DraftPut(StrictCamelModel):
@@ -116,6 +119,7 @@ class WorkflowDetail(WorkflowOut):
 
     graph: dict[str, Any]
     execution_logs: list[dict[str, Any]]
+    test_input: Any = None
     edited_version_id: str | None = None
     edited_lock_version: int | None = None
 

@@ -59,6 +59,9 @@ class User(SQLModel, table=True):
     is_sysadmin: bool = False
     disabled: bool = False
     sys_created_at: datetime = Field(default_factory=utcnow)
+    # The feature instance this user worked in last, per feature code ({"graphicalEditor": "<id>"}):
+    # a new session opens it again (never silently another one).
+    recent_instances: dict[str, str] | None = _json_column()
 
 
 class Mandate(SQLModel, table=True):
@@ -221,6 +224,9 @@ class Workflow(SQLModel, table=True):
     execution_logs: list[dict[str, Any]] = Field(
         default_factory=list, sa_column=Column(JSON, nullable=False)
     )
+    # The editor's test input (the JSON a Test run gives its trigger as `input`); a template's
+    # sampleInput to begin with. None: none set.
+    test_input: Any = _json_column()
     sys_created_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
     sys_created_at: datetime = Field(default_factory=utcnow)
     sys_modified_at: datetime = Field(default_factory=utcnow)
@@ -293,7 +299,7 @@ class WorkflowRun(SQLModel, table=True):
         # The monitor: runs of some instances newest first, and their counts and costs per day
         # (covering: those read the index alone), and runs of one status by time.
         Index("ix_workflow_run_instance_started", "feature_instance_id", "started_at", "status", "workflow_id",
-              "cost_chf"),
+              "cost_chf", "test"),
         Index("ix_workflow_run_status_started", "status", "started_at"),
         Index("ix_workflow_run_workflow_started", "workflow_id", "started_at"),
     )
@@ -323,6 +329,9 @@ class WorkflowRun(SQLModel, table=True):
     graph_id: str | None = Field(default=None, max_length=64)
     # The failed run this one retries from its failed node (backend/engine/recovery.py), if any.
     retry_of: str | None = Field(default=None, max_length=32, index=True)
+    # A test run: one of a draft (the editor's Test run, step mode, REST runs of the draft) and its
+    # retries. The Monitor shows production runs unless asked for test runs.
+    test: bool = Field(default=False, sa_column_kwargs={"server_default": text("false")})
 
 
 class RunStepLog(SQLModel, table=True):
@@ -598,6 +607,24 @@ class WebhookDelivery(SQLModel, table=True):
     webhook_id: str = Field(max_length=200)
     run_id: str | None = Field(default=None, foreign_key="workflow_run.id", max_length=32)
     received_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class WebhookCall(SQLModel, table=True):
+    """One call received on a workflow's webhook path, accepted or refused, with the answer it got:
+    the editor's webhook help shows the last ones (backend/triggers/webhooks.py keeps
+    WEBHOOK_CALLS_KEPT per workflow). Calls to unknown workflows are not recorded."""
+
+    __tablename__ = "webhook_call"
+    __table_args__ = (Index("ix_webhook_call_workflow_received", "workflow_id", "received_at"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    workflow_id: str = Field(foreign_key="workflow.id", max_length=32)
+    path: str = Field(default="", max_length=200)
+    method: str = Field(default="POST", max_length=8)
+    status_code: int = 0
+    message: str = Field(default="", max_length=500)
+    run_id: str | None = Field(default=None, max_length=32)
+    received_at: datetime = Field(default_factory=utcnow)
 
 
 class Notification(SQLModel, table=True):

@@ -64,6 +64,7 @@ from backend.engine.nodes import NodeCall, Outcome, StepError, runs_concurrently
 from backend.errors import Conflict, FieldError, InvalidInput
 from backend.json_limits import check_json
 from backend.statemachines import workflow_run as lifecycle
+from backend.statemachines import workflow_version as version_lifecycle
 from backend.workflows.node_types import DEFAULT_HANDLE, ERROR_HANDLE, RetryPolicy, node_type
 from backend.workflows.validation import validate_graph
 
@@ -209,6 +210,7 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     run = WorkflowRun(workflow_id=workflow.id, version_id=version.id, mandate_id=workflow.mandate_id,
                       feature_instance_id=workflow.feature_instance_id, status=lifecycle.RUNNING, mode=mode,
                       trigger=trigger, input=input, sys_created_by=user.id,
+                      test=version.status == version_lifecycle.DRAFT,
                       graph_id=store_graph(session, workflow.id, version.graph),
                       context={"outputs": {}, "frontier": frontier.to_state(), "loops": {}, "ends": {},
                                "suspended": {}})

@@ -184,7 +184,7 @@ def retry_failed_run(session: Session, user: User, run: WorkflowRun, graph: str 
     retry = WorkflowRun(workflow_id=run.workflow_id, version_id=run.version_id, mandate_id=run.mandate_id,
                         feature_instance_id=run.feature_instance_id, status=lifecycle.RUNNING, mode=run.mode,
                         trigger=run.trigger, input=copy.deepcopy(run.input), sys_created_by=user.id,
-                        graph_id=graph_id, retry_of=run.id, context=context)
+                        test=run.test, graph_id=graph_id, retry_of=run.id, context=context)
     session.add(retry)
     session.flush()
     return retry

@@ -21,6 +21,8 @@ from backend.db.models import (
     HumanTask,
     RunStepLog,
     User,
+    WebhookCall,
+    WebhookDelivery,
     Workflow,
     WorkflowGraphSnapshot,
     WorkflowRun,
@@ -88,10 +90,13 @@ def create_workflow(
     name: Any,
     description: str = "",
     graph: Any = None,
+    test_input: Any = None,
 ) -> Workflow:
-    """A new workflow whose first draft holds `graph` (a lone manual trigger by default)."""
+    """A new workflow whose first draft holds `graph` (a lone manual trigger by default) and whose
+    editor starts with `test_input` as its test input (a template's sample input)."""
     name = _clean_name(name)
     check_json(graph, "graph")
+    check_json(test_input, "testInput")
     graph = seal_secrets(require_valid_structure(graph)) if graph is not None else default_graph()
     _require_unique_name(session, instance, name)
     workflow = Workflow(
@@ -99,6 +104,7 @@ def create_workflow(
         feature_instance_id=instance.id,
         name=name,
         description=description or "",
+        test_input=test_input,
         sys_created_by=user.id,
     )
     _audit(workflow, user, "created")
@@ -111,6 +117,9 @@ def create_workflow(
     return workflow
 
 
+UNCHANGED: Any = object()  # update_workflow: leave the test input as it is
+
+
 def update_workflow(
     session: Session,
     user: User,
@@ -119,8 +128,9 @@ def update_workflow(
     name: Any = None,
     description: str | None = None,
     active: bool | None = None,
+    test_input: Any = UNCHANGED,
 ) -> Workflow:
-    """Rename, describe or (de)activate a workflow."""
+    """Rename, describe or (de)activate a workflow, or set its test input (None: none)."""
     if name is not None:
         new_name = _clean_name(name)
         if new_name != workflow.name:
@@ -129,6 +139,9 @@ def update_workflow(
             workflow.name = new_name
     if description is not None:
         workflow.description = description
+    if test_input is not UNCHANGED:
+        check_json(test_input, "testInput")
+        workflow.test_input = test_input
     if active is not None and active != workflow.active:
         workflow.active = bool(active)
         _audit(workflow, user, "activated" if active else "deactivated")
@@ -145,6 +158,8 @@ def delete_workflow(session: Session, workflow: Workflow) -> None:
     run_ids = select(WorkflowRun.id).where(WorkflowRun.workflow_id == workflow.id)
     session.execute(delete(RunStepLog).where(RunStepLog.run_id.in_(run_ids)))
     session.execute(delete(HumanTask).where(HumanTask.run_id.in_(run_ids)))
+    session.execute(delete(WebhookDelivery).where(WebhookDelivery.workflow_id == workflow.id))
+    session.execute(delete(WebhookCall).where(WebhookCall.workflow_id == workflow.id))
     session.execute(delete(WorkflowRun).where(WorkflowRun.workflow_id == workflow.id))
     session.execute(delete(WorkflowGraphSnapshot).where(WorkflowGraphSnapshot.workflow_id == workflow.id))
     session.execute(delete(WorkflowVersion).where(WorkflowVersion.workflow_id == workflow.id))

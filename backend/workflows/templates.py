@@ -30,6 +30,8 @@ class Template:
     category: str
     connections: tuple[str, ...]
     graph: dict[str, Any]
+    # The test input a workflow made from it starts with (the editor's Test run gives it to the trigger).
+    sample_input: Any = None
 
 
 def _node(node_id: str, node_type: str, label: str, column: int, row: int = 0, **parameters: Any) -> dict[str, Any]:
@@ -71,6 +73,7 @@ _APPROVAL = Template(
         "edges": [_edge("start", "big"), _edge("big", "approve", "true"), _edge("big", "auto", "false"),
                   _edge("approve", "approved", "approved"), _edge("approve", "rejected", "rejected")],
     },
+    sample_input={"amount": 2500, "description": "Team offsite in Lucerne", "submittedBy": "Anna Muster"},
 )
 
 _DIGEST = Template(
@@ -215,7 +218,7 @@ TEMPLATES: tuple[Template, ...] = (_APPROVAL, _DIGEST, _SUMMARY, _WEBHOOK, _ATTA
 
 def _copy(found: Template) -> Template:
     return Template(found.id, found.name, found.description, found.category, found.connections,
-                    copy.deepcopy(found.graph))
+                    copy.deepcopy(found.graph), copy.deepcopy(found.sample_input))
 
 
 def templates() -> list[Template]:

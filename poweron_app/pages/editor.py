@@ -6,7 +6,8 @@ import reflex as rx
 
 from components.editor_chat import editor_chat_panel
 from components.editor_files import editor_file_dialogs, editor_files_panel
-from components.editor_panels import palette_panel, parameters_panel, trace_panel
+from components.editor_panels import palette_panel, trace_panel
+from components.editor_params import parameters_panel
 from components.editor_versions import readonly_banner, versions_panel
 from components.flow_canvas import flow_canvas
 from components.shell import empty_state, gated, page_shell

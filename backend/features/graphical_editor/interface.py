@@ -261,12 +261,16 @@ class GraphicalEditorInterface(Door):
             if graph is not None:
                 raise InvalidInput([FieldError("templateId", "give either graph or templateId, not both")])
             try:
-                graph = templates.template(template_id).graph
+                chosen = templates.template(template_id)
             except NotFound as exc:
                 raise InvalidInput([FieldError("templateId", str(exc))]) from None
+            graph, test_input = chosen.graph, chosen.sample_input
+        else:
+            test_input = None
         if graph is not None:
             _refuse_bad_schedules(graph)
-        return service.create_workflow(self.session, self.user, self.instance, name, description, graph)
+        return service.create_workflow(self.session, self.user, self.instance, name, description, graph,
+                                       test_input)
 
     @guarded(DATA, WORKFLOW_DATA, "read")
     def list_templates(self) -> list[templates.Template]:
@@ -275,10 +279,11 @@ class GraphicalEditorInterface(Door):
 
     @guarded(DATA, WORKFLOW_DATA, "update")
     def update_workflow(self, workflow: Workflow, name: Any = None, description: str | None = None,
-                        active: bool | None = None) -> Workflow:
-        """Rename, describe or switch (in)active a workflow the caller may change."""
+                        active: bool | None = None, test_input: Any = service.UNCHANGED) -> Workflow:
+        """Rename, describe, switch (in)active or set the test input of a workflow the caller may change."""
         self._require_row("update", workflow, "workflows")
-        return service.update_workflow(self.session, self.user, workflow, self.instance, name, description, active)
+        return service.update_workflow(self.session, self.user, workflow, self.instance, name, description, active,
+                                       test_input)
 
     @guarded(DATA, WORKFLOW_DATA, "delete")
     def delete_workflow(self, workflow: Workflow) -> None:

@@ -68,7 +68,8 @@ def workflow_detail(view: WorkflowView) -> WorkflowDetail:
     """The full form: with the graph a person edits (as the caller may see it) and the audit log."""
     return WorkflowDetail(
         **workflow_out(view).model_dump(), graph=view.graph, execution_logs=view.workflow.execution_logs or [],
-        edited_version_id=view.edited_version_id, edited_lock_version=view.edited_lock_version,
+        test_input=view.workflow.test_input, edited_version_id=view.edited_version_id,
+        edited_lock_version=view.edited_lock_version,
     )
 
 
@@ -100,7 +101,8 @@ def get_workflow(workflow_id: WorkflowId, iface: Iface) -> WorkflowDetail:
 @router.patch("/workflows/{workflowId}", response_model=WorkflowDetail, **declared_by(Door.update_workflow))
 def patch_workflow(workflow_id: WorkflowId, body: WorkflowPatch, iface: Iface) -> WorkflowDetail:
     workflow = iface.get_workflow(workflow_id)
-    iface.update_workflow(workflow, body.name, body.description, body.active)
+    test_input = body.test_input if "test_input" in body.model_fields_set else service.UNCHANGED
+    iface.update_workflow(workflow, body.name, body.description, body.active, test_input)
     return workflow_detail(iface.workflow_view(workflow))
 
 
