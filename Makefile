@@ -66,7 +66,7 @@ dev: setup
 	  $(VENV)/bin/reflex run --frontend-port $(UI_PORT) --backend-port $(API_PORT) --loglevel info
 
 test: setup-test
-	PATH="$$(cat $(STAMPS)/node.path):$$PATH" $(VENV)/bin/pytest $(PYTEST_ARGS)
+	PATH="$$(cat $(STAMPS)/node.path):$$PATH" scripts/run_tests.sh $(PYTEST_ARGS)
 
 lint: $(STAMPS)/venv-dev
 	$(VENV)/bin/ruff check backend state components poweron_app tests

@@ -330,7 +330,7 @@ def test_a_slow_expression_is_stopped_by_the_deadline(scope):
     err = error("{{ range(100000) | select('in', range(100000) | list) | list }}", scope,
                 limits=Limits(max_seconds=0.2))
     assert "took longer than 0.2 s" in err.message
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 10  # stopped, not left to run for minutes
 
 
 def test_one_evaluation_has_one_work_budget(scope):
