@@ -213,8 +213,9 @@ def test_the_empty_workflows_page_advises_what_the_users_rights_allow(page: Page
     engine = make_engine(f"sqlite:///{running_app.log.parent / 'e2e.db'}")
     try:
         with Session(engine, expire_on_commit=False) as session:
-            mandate = create_mandate(session, f"Empty {suffix}")
-            instance = create_feature_instance(session, mandate, "graphicalEditor", f"Empty flows {suffix}")
+            # Named to sort after "Graphical Editor": the admin's Workflows page still opens that one.
+            mandate = create_mandate(session, f"Untouched {suffix}")
+            instance = create_feature_instance(session, mandate, "graphicalEditor", f"Untouched flows {suffix}")
             _member(session, maker, password, instance, "user", "graphicalEditor-admin")
             _member(session, viewer, password, instance, "viewer", "graphicalEditor-viewer")
             session.commit()
