@@ -10,6 +10,7 @@ from backend.errors import DomainError
 from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
 from backend.features.graphical_editor.interface import WorkflowSummary, editor_instances, get_interface
 from backend.workflows.graph_io import parse_import_named
+from backend.workflows.templates import Template
 from state.auth import AuthState, NotSignedIn
 from state.page import PageMixin, RenameMixin, user_message
 from state.permissions import requires, requires_door
@@ -28,13 +29,20 @@ class WorkflowRow(TypedDict):
     modified: str
 
 
+class TemplateNeedRow(TypedDict):
+    text: str  # "Needs an AI provider — not configured here: set OPENAI_API_KEY …"
+    met: bool
+
+
 class TemplateRow(TypedDict):
     id: str
     name: str
     description: str
     category: str
-    connections: str
     node_count: int
+    needs: list[TemplateNeedRow]  # what the card names: all but what `make run` provides and is there
+    runs_as_it_is: bool  # needs nothing beyond `make run`
+    ready: bool  # what it needs is all here
 
 
 class WorkflowsState(RenameMixin, PageMixin, AuthState):
@@ -98,16 +106,12 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
     @rx.event
     @requires_door(Door.create_workflow)
     def create_workflow(self, form_data: dict):
-        """Create a workflow with the typed name."""
+        """Create a workflow with the typed name and open it in the editor."""
         name = (form_data.get("name") or self.new_name or "").strip()
-        result = self._run(
-            lambda iface: iface.create_workflow(name),
-            success=f"Created '{name}'.",
-        )
+        result = self._create_and_open(lambda iface: iface.create_workflow(name), success=f"Created '{name}'.")
         if not self.error:
             self.new_name = ""
         return result
-
 
     def _free_name(self, wanted: str) -> str:
         """`wanted`, numbered ("Name 2", …) when a workflow of the instance already has it."""
@@ -130,11 +134,7 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
         try:
             with self._user_session() as (session, user):
                 iface = get_interface(user, None, self.instance_id, session)
-                self.templates = [
-                    TemplateRow(id=t.id, name=t.name, description=t.description, category=t.category,
-                                connections=", ".join(t.connections), node_count=len(t.graph.get("nodes", [])))
-                    for t in iface.list_templates()
-                ]
+                self.templates = [_template_row(t) for t in iface.list_templates()]
         except NotSignedIn:
             return self._signed_out()
         except DomainError as exc:
@@ -211,6 +211,15 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
             lambda iface: iface.delete_workflow(iface.get_workflow(workflow_id)),
             success=f"Deleted '{name}'.",
         )
+
+
+def _template_row(template: Template) -> TemplateRow:
+    """A template as its card shows it: what it needs and whether this installation has it."""
+    needs = template.needs()
+    return TemplateRow(id=template.id, name=template.name, description=template.description,
+                       category=template.category, node_count=len(template.graph.get("nodes", [])),
+                       needs=[TemplateNeedRow(text=n.text, met=n.met) for n in needs if n.shown],
+                       runs_as_it_is=template.runs_as_it_is(needs), ready=all(n.met for n in needs))
 
 
 def _status_text(summary: WorkflowSummary) -> str:

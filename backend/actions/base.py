@@ -52,6 +52,8 @@ class Action:
             instances of features that have it.
         raw_parameters: parameters with a `{{ }}` language of their own (templates): as a graph
             node, they reach the action as written, not evaluated as workflow expressions.
+        needs: what it needs beyond the embedded default installation, as ids of
+            backend/workflows/requirements.py (e.g. "ai": an AI provider; "webSearch").
     """
 
     id: str
@@ -68,6 +70,7 @@ class Action:
     cost_chf: float | None = None
     instance_table: str | None = None
     raw_parameters: frozenset[str] = frozenset()
+    needs: tuple[str, ...] = ()
 
     @property
     def resource_item(self) -> str:
@@ -136,6 +139,7 @@ def action(
     cost_chf: float | None = None,
     instance_table: str | None = None,
     raw_parameters: tuple[str, ...] = (),
+    needs: tuple[str, ...] = (),
 ) -> Callable[[Callable], Callable]:
     """Declare a function `fn(params, context)` as an action of the library."""
     unknown = set(capabilities) - CAPABILITIES
@@ -148,7 +152,7 @@ def action(
             id=id, toolbox=toolbox, label=label, description=description, params_model=params,
             output_model=output, fn=fn, agent_tool=agent_tool, graph_node=graph_node,
             capabilities=frozenset(capabilities), connection_type=connection_type, cost_chf=cost_chf,
-            instance_table=instance_table, raw_parameters=frozenset(raw_parameters),
+            instance_table=instance_table, raw_parameters=frozenset(raw_parameters), needs=tuple(needs),
         ))
         return fn
 

@@ -124,8 +124,23 @@ class WorkflowDetail(WorkflowOut):
     edited_lock_version: int | None = None
 
 
+class TemplateNeedOut(CamelModel):
+    """One thing a template's nodes need (`id`: ai, webSearch, mail, sandbox) and whether this
+    installation has it; `text` says both as the template card does."""
+
+    id: str
+    label: str
+    nodes: list[str]
+    built_in: bool
+    available: bool
+    text: str
+
+
 class TemplateOut(CamelModel):
-    """A workflow template: `connections` names the external connections it needs ([]: runs as is)."""
+    """A workflow template. `connections`: what it needs beyond the embedded default, derived from
+    its nodes ([]: runs as it is after `make run`); `needs`: everything its nodes need, each with
+    whether this installation has it; `runsAsItIs`: nothing is missing here; `sampleInput`: the
+    test input a workflow made from it starts with."""
 
     id: str
     name: str
@@ -133,6 +148,9 @@ class TemplateOut(CamelModel):
     category: str
     connections: list[str]
     node_count: int
+    sample_input: Any = None
+    needs: list[TemplateNeedOut] = []
+    runs_as_it_is: bool = True
 
 
 class RunStart(StrictCamelModel):

@@ -65,6 +65,7 @@ from backend.errors import Conflict, FieldError, InvalidInput
 from backend.json_limits import check_json
 from backend.statemachines import workflow_run as lifecycle
 from backend.statemachines import workflow_version as version_lifecycle
+from backend.workflows import requirements
 from backend.workflows.node_types import DEFAULT_HANDLE, ERROR_HANDLE, RetryPolicy, node_type
 from backend.workflows.validation import validate_graph
 
@@ -191,6 +192,11 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     The run keeps a snapshot of the version's graph (WorkflowRun.graph_id, :func:`store_graph`)
     and executes that to its end, whatever later saves of the draft change.
 
+    A run whose nodes (those reachable from its trigger) need what this installation does not
+    have (backend/workflows/requirements.py: an AI provider, web search, a mail connection, the
+    sandbox) is created failed at once, its error naming what is missing, for which nodes and how
+    to fix it, rather than waiting or failing halfway; like every failed run it notifies its owner.
+
     Raises:
         InvalidInput: the graph is not valid (every problem listed), the mode is unknown,
             `start_node` is no trigger of the graph, or `input` breaks the JSON limits
@@ -205,8 +211,9 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     graph = Graph(version.graph)
     if start_node is not None and not _is_trigger(graph, start_node):
         raise InvalidInput([FieldError("startNode", f"'{start_node}' is no trigger node of this workflow")])
+    start = start_node or _start_trigger(graph, trigger)
     frontier = Frontier(graph)
-    frontier.prepare(start_node or _start_trigger(graph, trigger))
+    frontier.prepare(start)
     run = WorkflowRun(workflow_id=workflow.id, version_id=version.id, mandate_id=workflow.mandate_id,
                       feature_instance_id=workflow.feature_instance_id, status=lifecycle.RUNNING, mode=mode,
                       trigger=trigger, input=input, sys_created_by=user.id,
@@ -218,6 +225,9 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     session.flush()
     events.publish_on_commit(session, events.RUN_STARTED, run.id, run.workflow_id, versionId=version.id,
                              mode=mode, trigger=trigger)
+    missing = requirements.unmet(version.graph, start)
+    if missing:
+        lifecycle.fail(session, run, requirements.unmet_message(missing))
     return run
 
 

@@ -154,7 +154,16 @@ def wait(call: NodeCall) -> Outcome:
 
 def check_email(call: NodeCall) -> Outcome:
     """Suspend the node until a matching mail arrives; backend.engine.mailbox.poll_mailboxes
-    resumes it with the mail as output. Mails received from now on (`since`) are considered."""
+    resumes it with the mail as output. Mails received from now on (`since`) are considered.
+
+    Without a usable mail connection (no mail connector installed, or no connection chosen once
+    the parameters are evaluated) nothing could ever resume it: it fails at once, saying so.
+    """
+    from backend.workflows.requirements import node_problem
+
+    problem = node_problem({**call.node, "parameters": call.parameters})
+    if problem is not None:
+        raise StepError(problem)
     p = call.parameters
     return Outcome(output={"connectionId": p.get("connectionId"), "folder": p.get("folder") or "Inbox",
                            "filter": p.get("filter"), "since": utcnow().isoformat()},

@@ -282,6 +282,9 @@ class NodeType:
         literal_parameters: Parameters read before any run exists: expressions are refused.
         literal_reader: Who reads them then, for the message (e.g. "the scheduler").
         toolbox: For a node action: its toolbox.
+        needs: What a node of this type needs beyond the embedded default installation: ids of
+            backend/workflows/requirements.py ("ai", "webSearch", "mail", "sandbox"); a template's
+            and a run's requirements are derived from them.
     """
 
     type: str
@@ -301,6 +304,7 @@ class NodeType:
     literal_parameters: tuple[str, ...] = ()
     literal_reader: str = ""
     toolbox: str | None = None
+    needs: tuple[str, ...] = ()
 
     @property
     def is_trigger(self) -> bool:
@@ -393,13 +397,14 @@ BUILTIN_NODE_TYPES: tuple[NodeType, ...] = (
     _human("input.approval", "Approval", "Asks a person to approve or reject", ApprovalParams, "approval",
            ("approved", "rejected")),
     NodeType("email.checkEmail", "Wait for e-mail", "email", "Pauses until a matching e-mail arrives",
-             CheckEmailParams, handler_name="check_email"),
+             CheckEmailParams, handler_name="check_email", needs=("mail",)),
     NodeType("ai.prompt", "AI prompt", "ai", "Asks the AI model and returns its answer", PromptParams,
-             handler_name="ai_prompt", concurrent=True),
+             handler_name="ai_prompt", concurrent=True, needs=("ai",)),
     NodeType("ai.decide", "AI decision", "ai", "Lets the AI pick one of the options: one handle per option",
-             DecideParams, (), dynamic=DECIDE_OPTIONS, handler_name="ai_decide", concurrent=True),
+             DecideParams, (), dynamic=DECIDE_OPTIONS, handler_name="ai_decide", concurrent=True, needs=("ai",)),
     NodeType("script.python", "Python script", "code", "Runs Python code in a sandbox", PythonParams,
-             handler_name="script_python", raw_parameters=frozenset({"code"}), concurrent=True),
+             handler_name="script_python", raw_parameters=frozenset({"code"}), concurrent=True,
+             needs=("sandbox",)),
 )
 # An index of the tuple above, for lookups by type id (not a second list).
 _BUILTINS: dict[str, NodeType] = {n.type: n for n in BUILTIN_NODE_TYPES}
@@ -409,7 +414,8 @@ _BUILTINS: dict[str, NodeType] = {n.type: n for n in BUILTIN_NODE_TYPES}
 def _action_node_type(action: Action) -> NodeType:
     """The node type of an action marked as node: it runs through execute_action, concurrently."""
     return NodeType(action.id, action.label, action.toolbox, action.description, action.params_model,
-                    raw_parameters=action.raw_parameters, concurrent=True, toolbox=action.toolbox)
+                    raw_parameters=action.raw_parameters, concurrent=True, toolbox=action.toolbox,
+                    needs=action.needs)
 
 
 def palette() -> list[NodeType]:

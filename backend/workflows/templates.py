@@ -1,9 +1,11 @@
 """Workflow templates: ready-made graphs a new workflow can start from (POST …/workflows {templateId}).
 
 Each template is a valid graph (DESIGN §4) laid out left to right (X_STEP between columns,
-branches Y_STEP above and below). `connections` names what a template needs beyond the
-embedded default installation: "ai" (an AI model), "web" (internet search), "msft" (a Microsoft
-365 mail connection). A template with none runs as it is.
+branches Y_STEP above and below), with sample test input that takes its main path (it becomes the
+new workflow's test input). What a template needs beyond the embedded default installation is not
+written here: it is derived from its graph (`Template.needs`, `Template.connections`), from what
+each node type declares (backend/workflows/requirements.py). A template with no `connections`
+runs as it is after `make run`.
 
 There are no SharePoint, Jira or ClickUp nodes yet: the templates that would use them use the
 nearest real nodes (the workspace file store, a CSV export and import) and say so.
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.errors import NotFound
+from backend.workflows import requirements
 
 X_STEP, Y_STEP = 260, 120
 
@@ -28,10 +31,23 @@ class Template:
     name: str
     description: str
     category: str
-    connections: tuple[str, ...]
     graph: dict[str, Any]
     # The test input a workflow made from it starts with (the editor's Test run gives it to the trigger).
     sample_input: Any = None
+
+    @property
+    def connections(self) -> tuple[str, ...]:
+        """What it needs beyond the embedded default (requirement ids, e.g. "ai"); empty: runs as it is."""
+        return requirements.connections(self.graph)
+
+    def needs(self) -> list[requirements.Need]:
+        """What its nodes need, each checked against this installation (for the card before use)."""
+        return requirements.graph_needs(self.graph)
+
+    @staticmethod
+    def runs_as_it_is(needs: list[requirements.Need]) -> bool:
+        """Whether, with `needs` (from :meth:`needs`), it runs here as it is: nothing is missing."""
+        return requirements.runs_as_it_is(needs)
 
 
 def _node(node_id: str, node_type: str, label: str, column: int, row: int = 0, **parameters: Any) -> dict[str, Any]:
@@ -51,11 +67,9 @@ def _text(node_id: str, label: str, column: int, row: int, template: str) -> dic
 _APPROVAL = Template(
     id="expense-approval",
     name="Approval of large expenses",
-    description="Started with an expense ({\"amount\": 2500, \"description\": \"…\", \"submittedBy\": \"…\"}). "
-                "Up to 1000 CHF it is approved at once; above, a Graphical Editor admin approves or rejects it "
-                "in their task list.",
+    description="Started with an expense (amount in CHF, description, submittedBy). Up to 1000 CHF it is "
+                "approved at once; above, a Graphical Editor admin approves or rejects it in their Inbox.",
     category="approvals",
-    connections=(),
     graph={
         "nodes": [
             _node("start", "trigger.manual", "Expense submitted", 0),
@@ -83,7 +97,6 @@ _DIGEST = Template(
                 "digest with links and saves it in the workspace files under /digests. Change the search query "
                 "in the 'Web search' node.",
     category="research",
-    connections=("web", "ai"),
     graph={
         "nodes": [
             _node("start", "trigger.schedule", "Weekdays 07:00", 0, cron="0 7 * * 1-5", timezone="Europe/Zurich"),
@@ -97,16 +110,17 @@ _DIGEST = Template(
         ],
         "edges": [_edge("start", "search"), _edge("search", "digest"), _edge("digest", "save")],
     },
+    # What the scheduler gives the trigger (a Test run stands in for Monday's 07:00 run).
+    sample_input={"scheduledAt": "2025-03-03T06:00:00+00:00", "triggerNodeId": "start"},
 )
 
 _SUMMARY = Template(
     id="summarise-file",
     name="Summarise new files",
-    description="Summarises a document's text and saves the summary next to it under /summaries. There is no "
-                "file-upload event yet: start it by hand (or from another workflow) with "
-                "{\"fileName\": \"report.pdf\", \"text\": \"…\"}.",
+    description="Summarises a document's text and saves the summary under /summaries in the workspace files. "
+                "There is no file-upload event yet: start it by hand (or from another workflow) with the file's "
+                "name and text (fileName, text).",
     category="documents",
-    connections=("ai",),
     graph={
         "nodes": [
             _node("start", "trigger.manual", "New file", 0),
@@ -117,6 +131,14 @@ _SUMMARY = Template(
                   content="{{ nodes.summary.output.summary }}", overwrite=True),
         ],
         "edges": [_edge("start", "summary"), _edge("summary", "save")],
+    },
+    sample_input={
+        "fileName": "q3-sales-report.pdf",
+        "text": "Q3 sales report. Revenue reached CHF 4.2 million, 12% more than in Q2, driven by the new "
+                "service contracts in Zurich and Basel. The gross margin fell from 41% to 38% because of higher "
+                "hardware costs. Two large customers renewed for three years; one (Muster AG) gave notice for "
+                "the end of the year. Next steps: renegotiate the hardware supply contract by November and hire "
+                "two sales engineers for the Geneva office.",
     },
 )
 
@@ -137,7 +159,6 @@ _WEBHOOK = Template(
                 "as failed, which notifies the workflow's owner in the app and by e-mail. Set the webhook's "
                 "secret before publishing; there is no e-mail node yet.",
     category="integrations",
-    connections=(),
     graph={
         "nodes": [
             _node("start", "trigger.webhook", "Webhook", 0, path="incoming", method="POST"),
@@ -150,21 +171,28 @@ _WEBHOOK = Template(
         "edges": [_edge("start", "compose"), _edge("compose", "urgent"), _edge("urgent", "alert", "true"),
                   _edge("urgent", "done", "false")],
     },
+    # A webhook run's input: the JSON body, the headers (names lower-cased) and the query string.
+    sample_input={
+        "body": {"event": "backup.finished", "title": "Nightly backup finished",
+                 "message": "All 3 databases were backed up in 4 minutes.", "severity": "low"},
+        "headers": {"content-type": "application/json", "webhook-id": "msg_2a7Kx9"},
+        "query": {},
+    },
 )
 
 _ATTACHMENT = Template(
     id="email-attachment-analysis",
     name="E-mail attachment → AI analysis → SharePoint upload",
-    description="Waits for an e-mail with an attachment in a Microsoft 365 mailbox, lets the AI analyse it and "
-                "stores the analysis. There is no SharePoint node yet: the analysis is saved in the workspace files "
-                "under /analyses (replace that node once a SharePoint connector exists). Set the mail "
-                "connection in the 'Wait for e-mail' node.",
+    description="Waits for an e-mail with an attachment in a Microsoft 365 mailbox (its subject containing the "
+                "input's subjectContains), lets the AI analyse it and stores the analysis. There is no SharePoint "
+                "node yet: the analysis is saved in the workspace files under /analyses (replace that node once a "
+                "SharePoint connector exists). Set the mail connection in the 'Wait for e-mail' node.",
     category="documents",
-    connections=("msft", "ai"),
     graph={
         "nodes": [
             _node("start", "trigger.manual", "Start", 0),
-            _node("mail", "email.checkEmail", "Wait for e-mail", 1, connectionId="", folder="Inbox"),
+            _node("mail", "email.checkEmail", "Wait for e-mail", 1, connectionId="", folder="Inbox",
+                  filter={"subjectContains": "{{ input.subjectContains | default('') }}"}),
             _node("analyse", "ai.process", "Analyse the attachment", 2,
                   prompt="Analyse the attachment of this e-mail: what it is, the key facts and figures, and "
                          "anything that needs action.",
@@ -174,6 +202,7 @@ _ATTACHMENT = Template(
         ],
         "edges": [_edge("start", "mail"), _edge("mail", "analyse"), _edge("analyse", "upload")],
     },
+    sample_input={"subjectContains": "Invoice"},
 )
 
 _JIRA_CODE = '''import csv
@@ -196,11 +225,10 @@ def main(input):
 _JIRA = Template(
     id="jira-to-clickup",
     name="Jira export to ClickUp",
-    description="Converts a Jira issue export (CSV, started with {\"csv\": \"…\"}) into a ClickUp CSV import file "
+    description="Converts a Jira issue export (the CSV text as input csv) into a ClickUp CSV import file "
                 "in the workspace files under /exports. There are no Jira or ClickUp nodes yet: export from Jira "
                 "and import into ClickUp by hand; the mapping of the columns is in the Python step.",
     category="integrations",
-    connections=(),
     graph={
         "nodes": [
             _node("start", "trigger.manual", "Jira CSV export", 0),
@@ -211,14 +239,21 @@ _JIRA = Template(
         ],
         "edges": [_edge("start", "convert"), _edge("convert", "save")],
     },
+    sample_input={"csv": (
+        "Issue key,Summary,Description,Status,Priority,Assignee,Due Date,Labels\n"
+        "OPS-101,Renew TLS certificates,Certificates of the customer portal expire on 30 April.,To Do,High,"
+        "Anna Muster,2025-04-15,security\n"
+        "OPS-102,Move backups to the new storage,\"Copy the nightly backups, then switch the job.\",In Progress,"
+        "Medium,Ben Keller,2025-05-02,infrastructure\n"
+        "OPS-103,Document the on-call rota,,Done,Low,Carla Rossi,,docs\n")},
 )
 
 TEMPLATES: tuple[Template, ...] = (_APPROVAL, _DIGEST, _SUMMARY, _WEBHOOK, _ATTACHMENT, _JIRA)
 
 
 def _copy(found: Template) -> Template:
-    return Template(found.id, found.name, found.description, found.category, found.connections,
-                    copy.deepcopy(found.graph), copy.deepcopy(found.sample_input))
+    return Template(found.id, found.name, found.description, found.category, copy.deepcopy(found.graph),
+                    copy.deepcopy(found.sample_input))
 
 
 def templates() -> list[Template]:

@@ -114,39 +114,66 @@ def delete_dialog() -> rx.Component:
 IMPORT_UPLOAD = "import-workflow"
 
 
+def template_need(need) -> rx.Component:
+    """One line of a card: what the template needs and whether this installation has it."""
+    return rx.hstack(
+        rx.cond(need["met"], rx.icon("circle-check", size=14, color=rx.color("green", 10), flex_shrink="0"),
+                rx.icon("triangle-alert", size=14, color=rx.color("orange", 10), flex_shrink="0")),
+        rx.text(need["text"], size="1", color_scheme=rx.cond(need["met"], "gray", "orange")),
+        spacing="1", align="start", class_name="template-need",
+        custom_attrs={"data-met": rx.cond(need["met"], "true", "false")},
+    )
+
+
 def template_card(template) -> rx.Component:
+    """A template: its name, whole description, what it needs here, and the button that uses it."""
     return rx.card(
         rx.vstack(
             rx.hstack(rx.heading(template["name"], size="3"), rx.spacer(),
-                      rx.badge(template["category"], variant="soft"), width="100%"),
-            rx.text(template["description"], size="2", color_scheme="gray"),
+                      rx.badge(template["category"], variant="soft", flex_shrink="0"), width="100%", align="start"),
+            rx.text(template["description"], size="2", color_scheme="gray", class_name="template-description"),
+            rx.foreach(template["needs"], template_need),
+            rx.spacer(),
             rx.hstack(
                 rx.text(template["node_count"], " nodes", size="1", color_scheme="gray"),
-                rx.cond(template["connections"] != "",
-                        rx.badge(rx.icon("plug", size=12), "needs ", template["connections"], color_scheme="orange",
-                                 variant="soft", size="1"),
-                        rx.badge("runs as it is", color_scheme="green", variant="soft", size="1")),
+                rx.cond(template["runs_as_it_is"],
+                        rx.badge(rx.icon("circle-check", size=12), "runs as it is", color_scheme="green",
+                                 variant="soft", size="1", class_name="template-runs"),
+                        rx.cond(template["ready"],
+                                rx.badge(rx.icon("plug", size=12), "set up here", color_scheme="blue",
+                                         variant="soft", size="1", class_name="template-ready"),
+                                rx.badge(rx.icon("plug", size=12), "needs setup", color_scheme="orange",
+                                         variant="soft", size="1", class_name="template-needs-setup"))),
                 rx.spacer(),
-                rx.button("Use this template", size="1",
+                rx.button("Use this template", size="2",
                           on_click=WorkflowsState.create_from_template(template["id"], template["name"]),
-                          id="use-template-" + template["id"]),
-                width="100%", align="center",
+                          id="use-template-" + template["id"], class_name="use-template"),
+                width="100%", align="center", wrap="wrap",
             ),
-            spacing="2", width="100%",
+            spacing="2", width="100%", height="100%",
         ),
-        width="100%", class_name="template-card",
+        width="100%", flex_shrink="0", class_name="template-card",
+        custom_attrs={"data-template": template["id"]},
     )
 
 
 def templates_dialog() -> rx.Component:
+    """The templates, each card whole: the list scrolls inside the dialog, the cards never shrink."""
     return rx.dialog.root(
         rx.dialog.content(
             rx.dialog.title("New workflow from a template"),
-            rx.vstack(rx.foreach(WorkflowsState.templates, template_card), spacing="2", width="100%",
-                      max_height="65vh", overflow_y="auto", id="template-list"),
+            rx.dialog.description("Each template opens in the editor with sample test input. "
+                                  "A template marked \"runs as it is\" needs nothing more.",
+                                  size="2", color_scheme="gray", margin_bottom="0.75em"),
+            rx.box(
+                rx.box(rx.foreach(WorkflowsState.templates, template_card), display="grid", gap="0.75em",
+                       grid_template_columns="repeat(auto-fill, minmax(min(100%, 24em), 1fr))", width="100%"),
+                max_height="calc(100vh - 13em)", overflow_y="auto", width="100%", padding_right="0.25em",
+                id="template-list",
+            ),
             rx.hstack(rx.dialog.close(rx.button("Close", variant="soft", on_click=WorkflowsState.close_templates)),
                       justify="end", margin_top="1em"),
-            max_width="46em",
+            max_width="64em", width="calc(100vw - 2em)", max_height="calc(100vh - 2em)",
         ),
         open=WorkflowsState.templates_open,
         on_open_change=lambda open_: rx.cond(open_, rx.noop(), WorkflowsState.close_templates()),
@@ -171,6 +198,19 @@ def workflow_table() -> rx.Component:
                       "workflow-table")
 
 
+def no_workflows() -> rx.Component:
+    """The empty list, with the advice the user's rights allow."""
+    return rx.cond(
+        WorkflowsState.can_create,
+        empty_state("workflow", "No workflows yet",
+                    "Create the first workflow of this instance with the name field above, or start from a "
+                    "template or an exported file."),
+        empty_state("workflow", "No workflows yet",
+                    "There are no workflows in this instance yet. Your roles here let you see workflows but not "
+                    "create them; ask an administrator of your mandate if you need to."),
+    )
+
+
 def workflows_page() -> rx.Component:
     return page_shell(
         "Workflows",
@@ -192,11 +232,7 @@ def workflows_page() -> rx.Component:
                 rx.cond(
                     WorkflowsState.workflows.length() > 0,
                     workflow_table(),
-                    rx.cond(
-                        WorkflowsState.loaded,
-                        empty_state("workflow", "No workflows yet",
-                                    "Create the first workflow of this instance with the name field above."),
-                    ),
+                    rx.cond(WorkflowsState.loaded, no_workflows()),
                 ),
                 delete_dialog(),
                 templates_dialog(),

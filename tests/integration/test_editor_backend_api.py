@@ -109,9 +109,11 @@ def test_templates_are_listed_and_a_workflow_starts_from_one(api):
     assert len(by_id) >= 6
     approval = by_id["expense-approval"]
     assert approval["connections"] == [] and approval["nodeCount"] == 6 and approval["name"]
-    assert "msft" in by_id["email-attachment-analysis"]["connections"]
+    assert approval["sampleInput"] == templates.template("expense-approval").sample_input
+    assert by_id["email-attachment-analysis"]["connections"] == ["mail", "ai"]
     created = _create(api, templateId="expense-approval")
     assert created["graph"] == templates.template("expense-approval").graph
+    assert created["testInput"] == approval["sampleInput"]
     both = api.client.post(f"{api.base()}/workflows",
                            json={"name": "x", "graph": GRAPH, "templateId": "jira-to-clickup"}, headers=api.auth)
     assert both.status_code == 422 and both.json()["errors"][0]["field"] == "templateId"
@@ -146,6 +148,29 @@ def test_every_template_that_needs_no_connection_runs_as_it_is(api):
                           json={"input": RUN_INPUTS["jira-to-clickup"][0][0]}, headers=api.auth).json()
     converted = {s["nodeId"]: s for s in run["steps"]}["convert"]["output"]
     assert converted["count"] == 1 and converted["csv"].startswith("Task Name,Task Content,Status")
+
+
+# What each runnable template's sample input does on its first Test run: its main path.
+SAMPLE_RUNS = {"expense-approval": ("paused", "humanTask", "approve"),
+               "webhook-notification": ("completed", None, "done"),
+               "jira-to-clickup": ("completed", None, "save")}
+
+
+@SQLITE
+def test_the_sample_input_of_every_runnable_template_takes_its_main_path(api):
+    runnable = {t.id: t for t in templates.templates() if not t.connections}
+    assert set(runnable) == set(SAMPLE_RUNS)
+    for template_id, (status, reason, last) in SAMPLE_RUNS.items():
+        workflow = _create(api, templateId=template_id)
+        assert workflow["testInput"] == runnable[template_id].sample_input
+        response = api.client.post(f"{api.base()}/workflows/{workflow['id']}/runs",
+                                   json={"input": workflow["testInput"]}, headers=api.auth)
+        run = response.json()
+        assert (run["status"], run["pauseReason"]) == (status, reason), (template_id, run)
+        assert run["steps"][-1]["nodeId"] == last, (template_id, run["steps"])
+        if template_id == "jira-to-clickup":
+            converted = {s["nodeId"]: s for s in run["steps"]}["convert"]["output"]
+            assert converted["count"] == 3 and "Renew TLS certificates" in converted["csv"]
 
 
 @SQLITE

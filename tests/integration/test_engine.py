@@ -435,7 +435,10 @@ def test_script_python_runs_in_the_sandbox_and_reports_errors_with_stack(api, mo
     from backend.sandbox import SandboxStatus
     monkeypatch.setattr(sandbox, "probe", lambda: SandboxStatus(False, "bubblewrap is not installed"))
     disabled = run_graph(api, graph, {"values": []})
-    assert "bubblewrap is not installed" in steps_of(disabled)["py"]["error"]
+    # Without the sandbox the run fails as it starts, naming the node and why (backend/workflows/requirements.py).
+    assert disabled["status"] == "failed" and disabled["steps"] == []
+    assert "needs the Python sandbox (bubblewrap) for node 'py' — not available here: bubblewrap is not installed" \
+        in disabled["error"]
 
 
 def test_a_run_failing_in_one_branch_releases_the_approval_waiting_in_another(api):

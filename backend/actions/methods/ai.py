@@ -143,7 +143,7 @@ class SummarizeContentParams(ActionParams):
 @action("ai.summarizeContent", toolbox="ai", label="Summarise content",
         description="Summarise a text (a document, page or e-mail) in at most maxWords words, optionally "
                     "in another language or focused on one aspect.",
-        params=SummarizeContentParams, output=SummaryOutput, capabilities=("read",))
+        params=SummarizeContentParams, output=SummaryOutput, capabilities=("read",), needs=("ai",))
 def summarize_content(params: SummarizeContentParams, context: ActionContext) -> SummaryOutput:
     return _summarize(params.content, params.max_words, params.language, params.focus, "prose")
 
@@ -158,7 +158,7 @@ class SummarizeParams(ActionParams):
 
 @action("ai.summarize", toolbox="ai", label="Summarise",
         description="Summarise the text of an earlier step as prose or bullet points.",
-        params=SummarizeParams, output=SummaryOutput, agent_tool=False, graph_node=True)
+        params=SummarizeParams, output=SummaryOutput, agent_tool=False, graph_node=True, needs=("ai",))
 def summarize_node(params: SummarizeParams, context: ActionContext) -> SummaryOutput:
     return _summarize(params.text, params.max_words, params.language, params.focus, params.style)
 
@@ -189,7 +189,7 @@ class DescribeImageOutput(_Output):
 @action("ai.describeImage", toolbox="ai", label="Describe image",
         description="Look at an image (a file path or base64) with a vision model and describe it, or answer "
                     "a question about it given as prompt (e.g. read the text on a receipt).",
-        params=DescribeImageParams, output=DescribeImageOutput, graph_node=True)
+        params=DescribeImageParams, output=DescribeImageOutput, graph_node=True, needs=("ai",))
 def describe_image(params: DescribeImageParams, context: ActionContext) -> DescribeImageOutput:
     if params.path:
         data, mime, _name = _read_stored(context, params.path, MAX_IMAGE_BYTES)
@@ -231,7 +231,7 @@ def _binary_result(context: ActionContext, data: bytes, mime: str, save_as: str 
 
 @action("ai.generateImage", toolbox="ai", label="Generate image",
         description="Create an image from a text description; saveAs stores it in the workspace's files.",
-        params=GenerateImageParams, output=BinaryOutput, graph_node=True, capabilities=("write",))
+        params=GenerateImageParams, output=BinaryOutput, graph_node=True, capabilities=("write",), needs=("ai",))
 def generate_image(params: GenerateImageParams, context: ActionContext) -> BinaryOutput:
     data = get_ai_client().generate_image(params.prompt, params.size)
     mime = _image_mime(data) or "image/png"
@@ -252,7 +252,7 @@ class TextToSpeechParams(ActionParams):
 
 @action("ai.textToSpeech", toolbox="ai", label="Text to speech",
         description="Turn text into spoken audio (mp3 by default); saveAs stores it in the workspace's files.",
-        params=TextToSpeechParams, output=BinaryOutput, graph_node=True, capabilities=("write",))
+        params=TextToSpeechParams, output=BinaryOutput, graph_node=True, capabilities=("write",), needs=("ai",))
 def text_to_speech(params: TextToSpeechParams, context: ActionContext) -> BinaryOutput:
     data = get_ai_client().text_to_speech(params.text, params.voice, params.format)
     if not data:
@@ -281,7 +281,7 @@ class SpeechToTextOutput(_Output):
 
 @action("ai.speechToText", toolbox="ai", label="Speech to text",
         description="Transcribe an audio file (a file path or base64) to text.",
-        params=SpeechToTextParams, output=SpeechToTextOutput, graph_node=True)
+        params=SpeechToTextParams, output=SpeechToTextOutput, graph_node=True, needs=("ai",))
 def speech_to_text(params: SpeechToTextParams, context: ActionContext) -> SpeechToTextOutput:
     if params.path:
         data, _mime, name = _read_stored(context, params.path, MAX_AUDIO_BYTES)
@@ -385,7 +385,7 @@ class ProcessParams(ActionParams):
 @action("ai.process", toolbox="ai", label="AI: process",
         description="Apply an instruction to the input of the step (classify, rewrite, extract, answer) and "
                     "return the model's text, or JSON data with responseFormat json.",
-        params=ProcessParams, output=AiTextOutput, agent_tool=False, graph_node=True)
+        params=ProcessParams, output=AiTextOutput, agent_tool=False, graph_node=True, needs=("ai",))
 def process(params: ProcessParams, context: ActionContext) -> AiTextOutput:
     prompt = params.prompt
     if params.input is not None:
@@ -417,7 +417,7 @@ _FORMAT_RULES = {
 
 @action("ai.generate", toolbox="ai", label="AI: generate",
         description="Write new content (a text, e-mail, description, JSON) from an instruction.",
-        params=GenerateParams, output=AiTextOutput, agent_tool=False, graph_node=True)
+        params=GenerateParams, output=AiTextOutput, agent_tool=False, graph_node=True, needs=("ai",))
 def generate(params: GenerateParams, context: ActionContext) -> AiTextOutput:
     rules = [_FORMAT_RULES[params.format]]
     if params.max_words:
@@ -460,7 +460,7 @@ def translate_text(text: str, target_language: str, source_language: str | None 
 
 @action("ai.translate", toolbox="ai", label="AI: translate",
         description="Translate a text into another language, keeping formatting, names and numbers.",
-        params=TranslateParams, output=TranslateOutput, agent_tool=False, graph_node=True)
+        params=TranslateParams, output=TranslateOutput, agent_tool=False, graph_node=True, needs=("ai",))
 def translate(params: TranslateParams, context: ActionContext) -> TranslateOutput:
     text, model = translate_text(params.text, params.target_language, params.source_language, params.model)
     return TranslateOutput(text=text, target_language=params.target_language, model=model)
@@ -511,7 +511,7 @@ def _run_sub_action(action_id: str, params: dict[str, Any], context: ActionConte
 @action("ai.webResearch", toolbox="ai", label="AI: web research",
         description="Search the web for a question, read the best pages and answer with cited sources.",
         params=WebResearchParams, output=WebResearchOutput, agent_tool=False, graph_node=True,
-        capabilities=("read", "externalSend"))
+        capabilities=("read", "externalSend"), needs=("ai", "webSearch"))
 def web_research(params: WebResearchParams, context: ActionContext) -> WebResearchOutput:
     search_params: dict[str, Any] = {"query": params.question, "limit": params.max_sources}
     if params.search_language:
@@ -613,7 +613,7 @@ def _type_ok(value: Any, declared: Any) -> bool:
 
 @action("context.extract", toolbox="ai", label="Extract fields",
         description="Pull structured fields (a JSON Schema or a list of fields) out of a text with the AI model.",
-        params=ExtractParams, output=ExtractOutput, agent_tool=False, graph_node=True)
+        params=ExtractParams, output=ExtractOutput, agent_tool=False, graph_node=True, needs=("ai",))
 def extract(params: ExtractParams, context: ActionContext) -> ExtractOutput:
     schema = params.json_schema()
     properties: dict[str, Any] = schema.get("properties", {})

@@ -53,6 +53,7 @@ class WebSearchOutput(_Output):
     output=WebSearchOutput,
     graph_node=True,
     capabilities=("read",),
+    needs=("webSearch",),
 )
 def web_search_action(params: WebSearchParams, context: ActionContext) -> WebSearchOutput:
     try:
@@ -217,6 +218,7 @@ def _describe_language(value: str) -> str:
     params=TranslateTextParams,
     output=TranslateTextOutput,
     capabilities=("read",),
+    needs=("ai",),
 )
 def translate_text_action(params: TranslateTextParams, context: ActionContext) -> TranslateTextOutput:
     from backend.ai.client import get_ai_client

@@ -87,10 +87,16 @@ def create_workflow(body: WorkflowCreate, iface: Iface) -> WorkflowDetail:
 
 @router.get("/templates", response_model=list[TemplateOut], **declared_by(Door.list_templates))
 def list_templates(iface: Iface) -> list[TemplateOut]:
-    """The workflow templates a new workflow can start from (POST …/workflows {templateId})."""
-    return [TemplateOut(id=t.id, name=t.name, description=t.description, category=t.category,
-                        connections=list(t.connections), node_count=len(t.graph["nodes"]))
-            for t in iface.list_templates()]
+    """The workflow templates a new workflow can start from (POST …/workflows {templateId}), each
+    with its sample input and what it needs, checked against this installation."""
+    listed = []
+    for t in iface.list_templates():
+        needs = t.needs()
+        listed.append(TemplateOut(id=t.id, name=t.name, description=t.description, category=t.category,
+                                  connections=list(t.connections), node_count=len(t.graph["nodes"]),
+                                  sample_input=t.sample_input, needs=[n.as_dict() for n in needs],
+                                  runs_as_it_is=t.runs_as_it_is(needs)))
+    return listed
 
 
 @router.get("/workflows/{workflowId}", response_model=WorkflowDetail, **declared_by(Door.get_workflow))
