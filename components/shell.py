@@ -103,6 +103,10 @@ def notification_bell() -> rx.Component:
     )
 
 
+# A text that stays on one line and ends in "…" when it does not fit (its full text is its title).
+ONE_LINE = {"white_space": "nowrap", "overflow": "hidden", "text_overflow": "ellipsis", "min_width": "0"}
+
+
 def _instance_item(entry: Any) -> rx.Component:
     return rx.select.item(entry["label"], value=entry["id"], class_name="instance-option")
 
@@ -119,7 +123,8 @@ def instance_switcher(state: Any) -> rx.Component:
     offers it); choosing one calls `state.switch_instance`."""
     return rx.select.root(
         rx.select.trigger(placeholder="Choose an instance", id="instance-select", variant="ghost",
-                          max_width="20em", title=state.header_title),
+                          max_width="30em", min_width="0", flex="0 1 auto",
+                          custom_attrs={"title": state.header_title}),
         rx.select.content(
             rx.cond(state.instance_all_label != "",
                     rx.select.item(state.instance_all_label, value=ALL_INSTANCES, class_name="instance-option")),
@@ -144,16 +149,16 @@ def instance_header(state: Any) -> rx.Component:
                 rx.hstack(
                     rx.icon("building-2", size=16, color=rx.color("gray", 10), flex_shrink="0"),
                     rx.text(state.header_mandate, id="current-mandate", color_scheme="gray", size="3",
-                            truncate=True, title=state.header_mandate),
+                            title=state.header_mandate, **ONE_LINE),
                     rx.text("›", color_scheme="gray", size="3", flex_shrink="0", aria_hidden="true"),
-                    align="center", spacing="2", min_width="0", max_width="14em",
+                    align="center", spacing="2", min_width="0", max_width="24em", flex="0 1 auto",
                 ),
             ),
             rx.cond(
                 switchable,
                 instance_switcher(state),
                 rx.text(state.header_instance_label, id="instance-label", weight="medium", size="3",
-                        truncate=True, title=state.header_title, min_width="0", max_width="20em"),
+                        title=state.header_title, max_width="30em", flex="0 1 auto", **ONE_LINE),
             ),
             id="instance-header",
             align="center",
@@ -177,8 +182,8 @@ def topbar(title: str, instance: Any = None) -> rx.Component:
         rx.spacer(),
         rx.hstack(
             notification_bell(),
-            rx.text(AuthState.display_name, id="current-user", color_scheme="gray", truncate=True,
-                    max_width="14em", title=AuthState.display_name),
+            rx.text(AuthState.display_name, id="current-user", color_scheme="gray", max_width="14em",
+                    title=AuthState.display_name, **ONE_LINE),
             rx.button(
                 rx.icon("log-out", size=16), "Log out", on_click=AuthState.logout,
                 variant="soft", id="logout-button", flex_shrink="0",

@@ -120,7 +120,13 @@ class InstanceChoiceMixin(rx.State, mixin=True):
     @rx.event
     @requires_door(InstanceChoice.remember)
     def switch_instance(self, instance_id: str):
-        """The header's switcher: remember the instance as the user's current one, then show it."""
+        """The header's switcher: remember the instance as the user's current one, then show it.
+
+        The one shown already is no switch: Radix's select also reports a value the page set
+        itself (its hidden native select echoes every change), which must not switch or redirect.
+        """
+        if instance_id == (self.header_instance_id or ALL_INSTANCES):
+            return None
         if instance_id == ALL_INSTANCES and self.instance_all_label:
             return self._instance_switched("")
         blocked = self._instance_switch_blocked()
