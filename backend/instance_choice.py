@@ -62,7 +62,7 @@ class InstanceChoice(Door):
     """The instances of a feature one user may open, the current one, and remembering a choice.
 
     Built with an AccessContext alone it answers :meth:`options` and :meth:`current`; the door of
-    one instance (:meth:`of`) also :meth:`remember`\\ s it as the user's choice.
+    one instance (:meth:`of`) also remembers that instance as the user's choice (:meth:`remember`).
     """
 
     def __init__(self, access: AccessContext, instance: FeatureInstance | None = None):

@@ -109,11 +109,20 @@ class InstanceChoiceMixin(rx.State, mixin=True):
         self._show_instances(chosen, InstanceChoice(access).options(self._instance_feature_code()))
         return chosen
 
-    def _show_all_instances(self, session: Session, user: User, chosen_id: str, all_label: str) -> None:
-        """The header of a page that may show every instance at once: `chosen_id` ("" or
-        ALL_INSTANCES: all of them, named `all_label`)."""
-        choice = InstanceChoice(AccessContext(session, user))
-        options = choice.options(self._instance_feature_code())
+    def _show_all_instances(self, session: Session, user: User, chosen_id: str, all_label: str,
+                            only: set[str] | None = None) -> None:
+        """The header of a page that may show every instance at once (the Monitor).
+
+        Args:
+            session: The open transaction.
+            user: The signed-in user.
+            chosen_id: The instance the page shows; "" or ALL_INSTANCES: all of them.
+            all_label: What the header calls all of them ("All instances").
+            only: The ids of the instances the page can show, when not every one the user may open.
+        """
+        options = InstanceChoice(AccessContext(session, user)).options(self._instance_feature_code())
+        if only is not None:
+            options = [o for o in options if o.id in only]
         chosen = next((o for o in options if o.id == chosen_id), None)
         self._show_instances(chosen, options, all_label)
 
