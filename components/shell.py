@@ -1,11 +1,15 @@
-"""The app shell: navigation on the left, the signed-in user and logout on top."""
+"""The app shell: navigation on the left; on top the page's title, its mandate and feature instance
+(switchable), the bell, the signed-in user and logout."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import reflex as rx
 
 from state.auth import AuthState
 from state.inbox import InboxCountState
+from state.instance_choice import ALL_INSTANCES
 from state.notifications import NotificationsState
 
 # (label, route, icon, the AuthState flag that must be true to show it; None: always shown)
@@ -99,28 +103,117 @@ def notification_bell() -> rx.Component:
     )
 
 
-def topbar(title: str) -> rx.Component:
+# A text that stays on one line and ends in "…" when it does not fit (its full text is its title).
+ONE_LINE = {"white_space": "nowrap", "overflow": "hidden", "text_overflow": "ellipsis", "min_width": "0"}
+
+
+def _instance_item(entry: Any) -> rx.Component:
+    return rx.select.item(entry["label"], value=entry["id"], class_name="instance-option")
+
+
+def _instance_group(group: Any) -> rx.Component:
+    return rx.select.group(
+        rx.select.label(group["mandate"], class_name="instance-mandate-label"),
+        rx.foreach(group["instances"], _instance_item),
+    )
+
+
+def instance_switcher(state: Any) -> rx.Component:
+    """The instances the user may open, grouped by mandate (and "All instances" where the page
+    offers it); choosing one calls `state.switch_instance`."""
+    return rx.select.root(
+        rx.select.trigger(placeholder="Choose an instance", id="instance-select", variant="ghost",
+                          max_width="30em", min_width="0", flex="0 1 auto",
+                          custom_attrs={"title": state.header_title}),
+        rx.select.content(
+            rx.cond(state.instance_all_label != "",
+                    rx.select.item(state.instance_all_label, value=ALL_INSTANCES, class_name="instance-option")),
+            rx.foreach(state.instance_groups, _instance_group),
+            position="popper",
+        ),
+        value=rx.cond(state.header_instance_id != "", state.header_instance_id, ALL_INSTANCES),
+        on_change=state.switch_instance,
+        size="2",
+    )
+
+
+def instance_header(state: Any) -> rx.Component:
+    """ "Default › Graphical Editor": the mandate and instance the page shows, switchable when the
+    user may open more than one (`state` mixes state.instance_choice.InstanceChoiceMixin in)."""
+    switchable = (state.instance_count > 1) | (state.instance_all_label != "")
+    return rx.cond(
+        (state.header_instance_id != "") | (state.instance_all_label != ""),
+        rx.hstack(
+            rx.cond(
+                state.header_mandate != "",
+                rx.hstack(
+                    rx.icon("building-2", size=16, color=rx.color("gray", 10), flex_shrink="0"),
+                    rx.text(state.header_mandate, id="current-mandate", color_scheme="gray", size="3",
+                            title=state.header_mandate, **ONE_LINE),
+                    rx.text("›", color_scheme="gray", size="3", flex_shrink="0", aria_hidden="true"),
+                    align="center", spacing="2", min_width="0", max_width="24em", flex="0 1 auto",
+                ),
+            ),
+            rx.cond(
+                switchable,
+                instance_switcher(state),
+                rx.text(state.header_instance_label, id="instance-label", weight="medium", size="3",
+                        title=state.header_title, max_width="30em", flex="0 1 auto", **ONE_LINE),
+            ),
+            id="instance-header",
+            align="center",
+            spacing="2",
+            min_width="0",
+            flex="0 1 auto",
+            padding_left="0.75em",
+            margin_left="0.25em",
+            border_left=f"1px solid {rx.color('gray', 5)}",
+            aria_label=state.header_title,
+        ),
+    )
+
+
+def topbar(title: str, instance: Any = None) -> rx.Component:
+    """The page's title (and, given a state with InstanceChoiceMixin, its mandate and instance),
+    then the bell, the user and Log out, which always stay whole on screen."""
     return rx.hstack(
-        rx.heading(title, size="6", id="page-title"),
+        rx.heading(title, size="6", id="page-title", flex_shrink="0", white_space="nowrap"),
+        *([instance_header(instance)] if instance is not None else []),
         rx.spacer(),
-        notification_bell(),
-        rx.text(AuthState.display_name, id="current-user", color_scheme="gray"),
-        rx.button(
-            rx.icon("log-out", size=16), "Log out", on_click=AuthState.logout,
-            variant="soft", id="logout-button",
+        rx.hstack(
+            notification_bell(),
+            rx.text(AuthState.display_name, id="current-user", color_scheme="gray", max_width="14em",
+                    title=AuthState.display_name, **ONE_LINE),
+            rx.button(
+                rx.icon("log-out", size=16), "Log out", on_click=AuthState.logout,
+                variant="soft", id="logout-button", flex_shrink="0",
+            ),
+            align="center",
+            spacing="3",
+            flex_shrink="0",
         ),
         width="100%",
+        min_width="0",
         align="center",
         padding_bottom="1em",
         border_bottom=f"1px solid {rx.color('gray', 4)}",
     )
 
 
-def page_shell(title: str, *children: rx.Component) -> rx.Component:
-    """A signed-in page: shell around `children`."""
+def page_shell(title: str, *children: rx.Component, instance: Any = None) -> rx.Component:
+    """A signed-in page: shell around `children`.
+
+    Args:
+        title: The page's title (also which navigation entry is highlighted).
+        children: The page's content.
+        instance: The page's state class when it shows one feature instance: it mixes
+            state.instance_choice.InstanceChoiceMixin in, and the header names and switches that
+            instance.
+    """
     return rx.hstack(
         sidebar(title),
-        rx.vstack(topbar(title), *children, padding="1.5em 2em", width="100%", spacing="4"),
+        rx.vstack(topbar(title, instance), *children, padding="1.5em 2em", width="100%", min_width="0",
+                  spacing="4"),
         spacing="0",
         align="start",
         width="100%",

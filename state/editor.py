@@ -36,6 +36,7 @@ from state.editor_files import EditorFilesMixin
 from state.editor_params import EditorParamsMixin
 from state.editor_runs import EditorRunsMixin
 from state.editor_versions import EditorVersionsMixin
+from state.instance_choice import InstanceChoiceMixin
 from state.page import PageMixin, user_message
 from state.param_fields import ParamField, fields_of, parse_value
 from state.permissions import requires, requires_door
@@ -81,7 +82,7 @@ def editor_interface(session, user, workflow_id: str) -> tuple[GraphicalEditorIn
 
 
 class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorFilesMixin, EditorParamsMixin,
-                  PageMixin, AuthState):
+                  InstanceChoiceMixin, PageMixin, AuthState):
     """The editor page: canvas, palette, parameter panel, save status, undo/redo."""
 
     workflow_id: str = ""
@@ -148,6 +149,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
             rights = iface.editor_rights(workflow)
             self.can_edit, self.can_execute = rights.can_edit, rights.can_execute
             view = iface.workflow_view(workflow, masked=True)
+            self._open_instance(session, user, iface.instance.id)  # the header names it; remembered
             self._adopt(view.graph, view.edited_version_id or "", view.edited_lock_version or 0)
             self._load_test_input(workflow)
             self._load_versions(iface, workflow)

@@ -8,17 +8,13 @@ import reflex as rx
 
 from backend.errors import DomainError
 from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
-from backend.features.graphical_editor.interface import WorkflowSummary, editor_instances, get_interface
+from backend.features.graphical_editor.interface import WorkflowSummary, get_interface
 from backend.workflows.graph_io import parse_import_named
 from backend.workflows.templates import Template
 from state.auth import AuthState, NotSignedIn
+from state.instance_choice import InstanceChoiceMixin
 from state.page import PageMixin, RenameMixin, user_message
 from state.permissions import requires, requires_door
-
-
-class InstanceRow(TypedDict):
-    id: str
-    label: str
 
 
 class WorkflowRow(TypedDict):
@@ -45,10 +41,9 @@ class TemplateRow(TypedDict):
     ready: bool  # what it needs is all here
 
 
-class WorkflowsState(RenameMixin, PageMixin, AuthState):
-    """What the Workflows page shows and the actions on it."""
+class WorkflowsState(InstanceChoiceMixin, RenameMixin, PageMixin, AuthState):
+    """What the Workflows page shows and the actions on it, in the instance its header names."""
 
-    instances: list[InstanceRow] = []
     instance_id: str = ""
     instance_label: str = ""
     workflows: list[WorkflowRow] = []
@@ -64,11 +59,8 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
             self._load_navigation(session, user)
-            instances = editor_instances(user, session)
-            self.instances = [InstanceRow(id=i.id, label=i.label) for i in instances]
-            if self.instance_id not in {i.id for i in instances}:
-                self.instance_id = instances[0].id if instances else ""
-            self.instance_label = next((i.label for i in instances if i.id == self.instance_id), "")
+            chosen = self._current_instance(session, user, self.instance_id)
+            self.instance_id, self.instance_label = (chosen.id, chosen.label) if chosen else ("", "")
             self.workflows = []
             self.can_create = self.can_rename = self.can_delete = False
             if self.instance_id:
@@ -88,15 +80,16 @@ class WorkflowsState(RenameMixin, PageMixin, AuthState):
     @rx.event
     @requires_door(Door.workflow_summaries, Door.page_rights)
     def load(self):
-        """on_load: check the sign-in, then list the workflows."""
+        """on_load: check the sign-in, then list the workflows of the user's current instance
+        (the one they chose or used last, wherever: the header names it)."""
+        self.instance_id = ""
         return self._reload()
 
-    @rx.event
-    @requires_door(Door.workflow_summaries, Door.page_rights)
-    def select_instance(self, instance_id: str):
-        """Switch to another Graphical Editor instance."""
+    def _instance_switched(self, instance_id: str):
+        """The header switched to another Graphical Editor instance: list its workflows."""
         self.instance_id = instance_id
-        return WorkflowsState.load
+        self.rename_id = self.delete_id = ""
+        return self._reload()
 
     @rx.event
     @requires("ui")

@@ -17,10 +17,11 @@ from backend.agent.service import AgentRequest
 from backend.config import get_settings
 from backend.db import session_scope
 from backend.errors import DomainError
-from backend.features.workspace.interface import WorkspaceInterface, get_interface, preferred_interface
+from backend.features.workspace.interface import WorkspaceInterface, get_interface
 from state.agent_chat import AgentChatMixin
-from state.auth import AuthState, NotSignedIn
+from state.auth import WORKSPACE, AuthState, NotSignedIn
 from state.chat_items import ChatItem, items_of_run
+from state.instance_choice import InstanceChoiceMixin
 from state.page import PageMixin, RenameMixin, user_message
 from state.permissions import requires, requires_door
 from state.workspace_files import FilesMixin, attachment_appendix
@@ -45,8 +46,9 @@ def _prepare(token: str, instance_id: str, prompt: str, chat_id: str) -> AgentRe
         return get_interface(user, None, instance_id, session).prepare_run(prompt, chat_id or None)
 
 
-class WorkspaceState(AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthState):
-    """What the Workspace page shows: chats, the open chat, the stream, the chat bar and the UDB's files."""
+class WorkspaceState(InstanceChoiceMixin, AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthState):
+    """What the Workspace page shows: chats, the open chat, the stream, the chat bar and the UDB's files,
+    of the Workspace instance its header names."""
 
     instance_id: str = ""
     instance_label: str = ""
@@ -65,7 +67,8 @@ class WorkspaceState(AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthSta
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
             self._load_navigation(session, user)
-            iface = preferred_interface(session, user, self.instance_id)
+            chosen = self._current_instance(session, user, self.instance_id)
+            iface = get_interface(user, None, chosen.id, session) if chosen else None
             self.instance_id = iface.instance.id if iface else ""
             self.instance_label = iface.instance.label if iface else ""
             self.provider_configured = bool(get_settings().ai_providers)
@@ -106,8 +109,41 @@ class WorkspaceState(AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthSta
     @rx.event
     @requires_door(WorkspaceInterface.chat_rows)
     def load(self):
-        """on_load: check the sign-in, then the instance, its chats and the open chat."""
+        """on_load: check the sign-in, then the user's current instance (the one they chose or used
+        last: the header names it), its chats and the open chat."""
+        previous = self.instance_id
+        if not self.streaming:
+            self.instance_id = ""
+        event = self._reload()
+        if previous and self.instance_id != previous:  # chosen in another tab or page meanwhile
+            self._leave_instance()
+            if self.udb_tab == "files":
+                self._refresh_files()
+        return event
+
+    # --- the header's instance (InstanceChoiceMixin's hooks) -------------------------------------
+
+    def _instance_feature_code(self) -> str:
+        return WORKSPACE
+
+    def _instance_switch_blocked(self) -> str:
+        return "Wait for the answer or stop it before switching to another Workspace." if self.streaming else ""
+
+    def _instance_switched(self, instance_id: str):
+        """The header switched to another Workspace instance: its chats and files, no open chat."""
+        self._leave_instance()
+        self.instance_id = instance_id
         return self._reload()
+
+    def _leave_instance(self) -> None:
+        """Forget what belonged to the instance shown so far: the open chat, the attachments, the
+        open folder, a search, a preview, a rename or delete under way."""
+        self.chat_id, self.chat_title, self.messages, self.chat_is_mine = "", "", [], True
+        self.attachments = []
+        self.rename_id = self.delete_id = ""
+        self.folder = "/"
+        self.search_query, self.search_hits, self.searched = "", [], False
+        self.preview_path = self.file_rename_path = self.file_delete_path = ""
 
     @rx.event
     @requires_door(WorkspaceInterface.chat_history)

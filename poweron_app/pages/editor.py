@@ -167,4 +167,5 @@ def editor_page() -> rx.Component:
                 rx.cond(EditorState.loaded, _editor(), rx.center(rx.spinner(), padding="4em", width="100%")),
             ),
         ),
+        instance=EditorState,
     )

@@ -7,28 +7,6 @@ from components.tables import data_table
 from state.workflows import WorkflowRow, WorkflowsState
 
 
-def instance_picker() -> rx.Component:
-    return rx.cond(
-        WorkflowsState.instances.length() > 1,
-        rx.select.root(
-            rx.select.trigger(placeholder="Graphical Editor instance", id="instance-select"),
-            rx.select.content(
-                rx.foreach(
-                    WorkflowsState.instances,
-                    lambda i: rx.select.item(i["label"], value=i["id"]),
-                )
-            ),
-            value=WorkflowsState.instance_id,
-            on_change=WorkflowsState.select_instance,
-        ),
-        rx.cond(
-            WorkflowsState.instance_label != "",
-            rx.badge(rx.icon("workflow", size=14), WorkflowsState.instance_label, size="2", variant="soft",
-                     id="instance-label"),
-        ),
-    )
-
-
 def create_form() -> rx.Component:
     return rx.form(
         rx.hstack(
@@ -220,7 +198,7 @@ def workflows_page() -> rx.Component:
                         "You have no access to a Graphical Editor instance. Ask an administrator "
                         "of your mandate to give you a role in one."),
             rx.vstack(
-                rx.hstack(instance_picker(), rx.cond(WorkflowsState.can_create, create_form()),
+                rx.hstack(rx.cond(WorkflowsState.can_create, create_form()),
                           rx.cond(WorkflowsState.can_create, create_more()),
                           spacing="4", align="center", wrap="wrap"),
                 rx.cond(WorkflowsState.error != "",
@@ -240,4 +218,5 @@ def workflows_page() -> rx.Component:
                 spacing="4",
             ),
         ),
+        instance=WorkflowsState,
     )

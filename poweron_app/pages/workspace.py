@@ -111,4 +111,5 @@ def workspace_page() -> rx.Component:
                           align="start"),
             ),
         ),
+        instance=WorkspaceState,
     )

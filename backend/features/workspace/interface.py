@@ -133,11 +133,3 @@ def get_interface(user: User, mandate_id: str | None, feature_instance_id: str,
     """The feature's data access (backend/features/registry.py): the door of one instance."""
     return open_interface(AccessContext(session, user), feature_instance_id, mandate_id)
 
-
-def preferred_interface(session: Session, user: User, preferred_id: str = "") -> WorkspaceInterface | None:
-    """The Workspace the page shows: `preferred_id` when the user may open it, else their first
-    one (by label); None when they may open none."""
-    access = AccessContext(session, user)
-    instances = access.visible_instances(FEATURE_CODE)
-    instance = next((i for i in instances if i.id == preferred_id), instances[0] if instances else None)
-    return WorkspaceInterface(access, instance) if instance is not None else None
