@@ -246,6 +246,9 @@ def test_a_failed_step_names_its_node_once_and_the_ai_is_offered(page: Page, run
     # This app has an AI provider: the help is offered (without one it says what is missing instead).
     expect(page.locator("#ask-ai-error")).to_be_visible()
     expect(page.locator("#ask-ai-unavailable")).to_have_count(0)
+    page.locator("#tab-chat").click()
+    expect(page.locator("#chat-input")).to_be_enabled()
+    expect(page.locator("#editor-chat-no-provider")).to_have_count(0)
     console.assert_clean()
 
 
