@@ -35,7 +35,7 @@ from state.auth import AuthState, NotSignedIn
 from state.editor_chat import EditorChatMixin
 from state.editor_files import EditorFilesMixin
 from state.editor_params import EditorParamsMixin
-from state.editor_runs import EditorRunsMixin
+from state.editor_runs import EditorRunsMixin, named_once
 from state.editor_versions import EditorVersionsMixin
 from state.page import PageMixin, user_message
 from state.param_fields import ParamField, fields_of, parse_value
@@ -339,7 +339,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         except Conflict as exc:
             self.save_status, self.save_message = "conflict", user_message(exc)
         except DomainError as exc:
-            self.error = f"Not saved: {user_message(exc)}"
+            self.error = f"Not saved: {user_message(named_once(exc))}"
             self.save_status = "refused"
             accepted = False
         else:

@@ -19,7 +19,7 @@ from backend import auth
 from backend.db import session_scope
 from backend.db.models import WorkflowRun
 from backend.engine.steps import split_error
-from backend.errors import DomainError
+from backend.errors import DomainError, FieldError, InvalidInput
 from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
 from backend.statemachines import ConcurrentTransition, IllegalTransition
 from backend.workflows.node_types import node_type
@@ -79,6 +79,15 @@ def without_node(message: str, node_id: str) -> str:
     while (found := prefix.match(message)) and found.end() < len(message):
         message = message[found.end():]
     return message
+
+
+def named_once(exc: Exception) -> Exception:
+    """`exc`, its problems naming each node once: a problem whose message names its node already
+    ("node 'x' (flow.ifElse) has no handle 'y'") loses the "node 'x', " that would repeat it."""
+    if not isinstance(exc, InvalidInput):
+        return exc
+    return InvalidInput([FieldError(e.field, e.message) if e.node_id and f"node '{e.node_id}'" in e.message else e
+                         for e in exc.errors])
 
 
 def run_error_text(error: str, labels: dict[str, str]) -> str:
@@ -215,7 +224,7 @@ class EditorRunsMixin(rx.State, mixin=True):
         except NotSignedIn:
             return self._signed_out()
         except (DomainError, ConcurrentTransition, IllegalTransition) as exc:
-            self.error = user_message(exc)
+            self.error = user_message(named_once(exc))
             return None
         run, steps = self._read_run(run_id)
         self._show_run(run, steps)

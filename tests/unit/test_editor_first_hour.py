@@ -9,12 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
+from backend.errors import FieldError, InvalidInput
 from backend.workflows import graph_edit
 from backend.workflows.node_types import palette
 from backend.workflows.validation import node_errors, validate_graph
 from state.editor import routed_workflow_id
 from state.editor_chat import ASK_AI_NO_PROVIDER, ai_help
-from state.editor_runs import node_labels, run_error_text, run_version, trace_rows, without_node
+from state.editor_runs import named_once, node_labels, run_error_text, run_version, trace_rows, without_node
+from state.page import user_message
 
 # --- new nodes --------------------------------------------------------------------------------------
 
@@ -109,3 +111,13 @@ def test_the_ai_help_is_offered_with_a_provider_and_explained_without_one():
     offered, note = ai_help((), True)
     assert not offered and note == ASK_AI_NO_PROVIDER and "OPENAI_API_KEY" in note
     assert ai_help(("a provider",), False) == (False, "")  # no useAgent right: not shown at all
+
+
+def test_a_refusal_names_each_node_once():
+    refused = InvalidInput([
+        FieldError("edges[1].sourceHandle", "node 'gate' (flow.ifElse) has no handle 'maybe'", "gate"),
+        FieldError("parameters.cron", "expected 5 or 6 fields", "clock")])
+    assert user_message(named_once(refused)) == ("edges[1].sourceHandle: node 'gate' (flow.ifElse) has no handle "
+                                                 "'maybe'; node 'clock', parameters.cron: expected 5 or 6 fields")
+    other = ValueError("node 'x', y: z")
+    assert named_once(other) is other
