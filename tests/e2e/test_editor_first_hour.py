@@ -279,6 +279,14 @@ def test_undo_and_redo_from_the_keyboard_but_not_while_typing(page: Page, runnin
     expect(node(page, "m2")).to_have_count(0)
     expect(saved(page)).to_have_attribute("data-state", "saved")
     assert "m2" not in {n["id"] for n in stored_graph(running_app, workflow_id)["nodes"]}
+
+    # A node taken away again leaves no panel behind for it.
+    drop_at(page, "flow.wait", 0.3, 0.7)
+    expect(page.locator("#parameters-panel")).to_contain_text("flow.wait")
+    page.locator("#undo").click()  # the node is still selected when it goes
+    expect(node(page, "wait")).to_have_count(0)
+    expect(page.locator("#parameters-panel")).to_have_count(0)
+    expect(page.locator("#parameters-empty")).to_be_visible()
     console.assert_clean()
 
 
