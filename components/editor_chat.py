@@ -55,6 +55,12 @@ def editor_chat_panel(state) -> rx.Component:
     return rx.vstack(
         _header(state),
         rx.divider(),
+        rx.cond(
+            ~state.provider_configured,
+            rx.callout("The AI assistant needs an AI provider, and none is configured on this server (how to "
+                       "set one: below). Everything else in the editor works without one.",
+                       icon="info", color_scheme="amber", size="1", id="editor-chat-no-provider", width="100%"),
+        ),
         chat_stream(state.messages, state.streaming, empty_text=EMPTY_TEXT, on_retry=state.retry),
         chat_bar(state.send, state.stop, state.streaming, state.disabled_reason,
                  placeholder="Ask the assistant about this workflow…"),

@@ -45,11 +45,22 @@ def palette_panel(state) -> rx.Component:
             ),
             spacing="3", width="100%", overflow_y="auto", flex="1", id="palette",
         ),
-        width="15em", flex_shrink="0", height="100%", spacing="2",
+        width="15em", flex_shrink="0", height="100%", spacing="2", id="palette-panel",
+        display=rx.cond(state.palette_open, "flex", "none"),
     )
 
 
 # --- trace -------------------------------------------------------------------------------------
+
+
+def _data_block(title: str, text, css_class: str) -> rx.Component:
+    """A step's input or output, under its name."""
+    return rx.cond(
+        text != "",
+        rx.box(rx.text(title, size="1", weight="bold", color_scheme="gray"),
+               rx.code_block(text, language="json", font_size="11px"),
+               width="100%", class_name=css_class),
+    )
 
 
 def _trace_row(state, row) -> rx.Component:
@@ -57,21 +68,25 @@ def _trace_row(state, row) -> rx.Component:
         rx.hstack(
             rx.badge(row["status"], color_scheme=rx.match(row["status"], ("completed", "green"), ("failed", "red"),
                                                           ("running", "blue"), ("waiting", "orange"), "gray")),
-            rx.text(row["node_id"], weight="bold", size="2"),
-            rx.text(row["node_type"], size="1", color_scheme="gray", font_family="monospace"),
+            rx.text(row["label"], weight="bold", size="2", class_name="trace-label", flex_shrink="0",
+                    max_width="55%", overflow="hidden", text_overflow="ellipsis", white_space="nowrap",
+                    title=row["label"]),
+            rx.text(row["node_id"], " · ", row["node_type"], size="1", color_scheme="gray", font_family="monospace",
+                    min_width="0", overflow="hidden", text_overflow="ellipsis", white_space="nowrap"),
             rx.spacer(),
             rx.text(f"#{row['attempt']}", size="1", color_scheme="gray", title="attempt"),
-            rx.text(row["duration"], size="1", color_scheme="gray"),
+            rx.text(row["duration"], size="1", color_scheme="gray", white_space="nowrap"),
             width="100%", align="center", spacing="2",
         ),
-        rx.cond(row["error"] != "", rx.text(row["error"], size="1", color_scheme="red")),
+        rx.cond(row["error"] != "", rx.text(row["error"], size="1", color_scheme="red", class_name="trace-error")),
         rx.cond(
             (row["input"] != "") | (row["output"] != ""),
             rx.accordion.root(
-                rx.accordion.item(header="Input and output", content=rx.vstack(
-                    rx.cond(row["input"] != "", rx.code_block(row["input"], language="json", font_size="11px")),
-                    rx.cond(row["output"] != "", rx.code_block(row["output"], language="json", font_size="11px")),
-                    width="100%")),
+                rx.accordion.item(
+                    header=rx.text("Input and output", size="1"),
+                    content=rx.vstack(_data_block("Input", row["input"], "trace-input"),
+                                      _data_block("Output", row["output"], "trace-output"),
+                                      width="100%", spacing="2")),
                 collapsible=True, type="single", variant="ghost", width="100%",
             ),
         ),
@@ -99,7 +114,7 @@ def trace_panel(state) -> rx.Component:
             rx.cond((state.run_status == "failed") & state.can_execute,
                     rx.button(rx.icon("rotate-ccw", size=14), "Retry from failed node", size="1",
                               on_click=state.retry_failed, id="retry-failed")),
-            rx.cond((state.run_status == "failed") & state.can_use_agent,
+            rx.cond((state.run_status == "failed") & state.ai_help_offered,
                     rx.button(rx.icon("sparkles", size=14), "Ask AI about this error", size="1", variant="soft",
                               on_click=state.ask_ai_about_error, id="ask-ai-error")),
             rx.cond((state.run_status == "paused") & (state.run_pause_reason != "step"),
@@ -107,6 +122,8 @@ def trace_panel(state) -> rx.Component:
                               on_click=state.refresh_run, id="refresh-run")),
             wrap="wrap", spacing="2",
         ),
+        rx.cond((state.run_status == "failed") & (state.ai_help_note != ""),
+                rx.text(state.ai_help_note, size="1", color_scheme="gray", id="ask-ai-unavailable")),
         rx.cond(
             state.trace.length() > 0,
             rx.vstack(rx.foreach(state.trace, lambda row: _trace_row(state, row)), spacing="0", width="100%",

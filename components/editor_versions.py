@@ -47,15 +47,38 @@ def _version_row(state: Any, row: rx.Var) -> rx.Component:
     )
 
 
-def versions_panel(state: Any) -> rx.Component:
-    """The active switch, the schedule status, publish/unpublish/archive and the list of versions."""
+ACTIVE_TEXT = ("Active: its published version starts on its triggers (schedules, webhooks, events and forms). "
+               "Test runs use the graph on the canvas.")
+INACTIVE_TEXT = ("Inactive: schedules, webhooks, events and forms do not start this workflow. Test runs here "
+                 "still work. Switch it on to let its published version run by itself.")
+
+
+def _active_switch(state: Any) -> rx.Component:
+    """The active switch with what it means, and the switch offered once more as a button while inactive."""
     return rx.vstack(
         rx.hstack(
             rx.switch(checked=state.workflow_active, on_change=state.set_active, disabled=~state.can_edit,
                       id="workflow-active"),
-            rx.text(rx.cond(state.workflow_active, "Active", "Inactive"), size="2"),
-            align="center",
+            rx.text(rx.cond(state.workflow_active, "Active", "Inactive"), size="2", weight="medium",
+                    id="workflow-active-label"),
+            rx.spacer(),
+            rx.cond(~state.workflow_active & state.can_edit,
+                    rx.button(rx.icon("power", size=14), "Activate", size="1", id="activate-workflow",
+                              on_click=state.set_active(True))),
+            align="center", width="100%",
         ),
+        rx.text(rx.cond(state.workflow_active, ACTIVE_TEXT, INACTIVE_TEXT), size="1", color_scheme="gray",
+                id="active-explained"),
+        rx.cond(~state.can_edit,
+                rx.text("Your roles do not allow switching it.", size="1", color_scheme="gray")),
+        spacing="1", width="100%",
+    )
+
+
+def versions_panel(state: Any) -> rx.Component:
+    """The active switch, the schedule status, publish/unpublish/archive and the list of versions."""
+    return rx.vstack(
+        _active_switch(state),
         rx.text(state.schedule_text, size="1", color_scheme="gray", id="schedule-status"),
         rx.hstack(
             rx.button("Publish", size="1", id="publish-draft", on_click=state.publish_draft,

@@ -2,10 +2,12 @@
 //
 // Python owns the graph. This component keeps a local copy of the nodes only so dragging is
 // smooth, and reports settled changes (drag stop, connect, delete, drop) as small diffs; the
-// state applies them, saves the draft and sends the new nodes/edges back.
+// state applies them, saves the draft and sends the new nodes/edges back. It also reports the
+// browser's time zone once (new schedules start in it) and Ctrl/Cmd+Z, Ctrl+Shift+Z, Ctrl+Y.
 import React, { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import {
   Background,
+  ControlButton,
   Controls,
   Handle,
   MiniMap,
@@ -14,6 +16,7 @@ import {
   ReactFlowProvider,
   useNodesState,
   useReactFlow,
+  useStoreApi,
 } from "@xyflow/react";
 import "@xyflow/react/dist/style.css";
 import "./flow_canvas.css";
@@ -30,7 +33,64 @@ const STATUS_COLOURS = {
 };
 const HANDLE_GAP = 22;
 const NO_IDS = [];
-const FIT_OPTIONS = { padding: 0.2, maxZoom: 1 };
+// The minimap (bottom right) and the controls (bottom left), in screen pixels: a fit keeps the
+// nodes clear of them.
+const MINIMAP = { width: 150, height: 100, margin: 15 };
+const CONTROLS_WIDTH = 27 + 15;
+const GAP = 24; // around the nodes after a fit (the attribution sits in the top-right corner)
+const MAX_FIT_ZOOM = 1;
+const MIN_ZOOM = 0.1;
+const MINIMAP_KEY = "poweron.canvas.minimap";
+
+// Paddings (px) for a fit that keeps every node clear of the minimap and the controls: either
+// beside them (the nodes end left of the minimap) or above them, whichever leaves the nodes larger.
+function fitPadding(bounds, width, height, minimap) {
+  const plain = { top: GAP, right: GAP, bottom: GAP, left: GAP };
+  if (!minimap || !bounds.width || !bounds.height) return plain;
+  const beside = { ...plain, left: CONTROLS_WIDTH + GAP, right: MINIMAP.width + MINIMAP.margin + GAP };
+  const above = { ...plain, bottom: MINIMAP.height + MINIMAP.margin + GAP };
+  const zoom = (p) => Math.min((width - p.left - p.right) / bounds.width, (height - p.top - p.bottom) / bounds.height);
+  return zoom(beside) >= zoom(above) ? beside : above;
+}
+
+function inPixels(padding) {
+  return Object.fromEntries(Object.entries(padding).map(([side, value]) => [side, value + "px"]));
+}
+
+function measured(node) {
+  return (node.measured?.width ?? node.width) !== undefined && (node.measured?.height ?? node.height) !== undefined;
+}
+
+// Whether a key press belongs to a text field (there the browser's own text undo stays).
+function typing(target) {
+  return Boolean(target && (target.isContentEditable || target.closest?.("input, textarea, select")));
+}
+
+function FitIcon() {
+  return (
+    <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 30">
+      <path d="M3.692 4.63c0-.53.4-.938.939-.938h5.215V0H4.708C2.13 0 0 2.054 0 4.63v5.216h3.692V4.631zM27.354 0h-5.2v3.692h5.17c.53 0 .984.4.984.939v5.215H32V4.631A4.624 4.624 0 0027.354 0zm.954 24.83c0 .532-.4.94-.939.94h-5.215v3.768h5.215c2.577 0 4.631-2.13 4.631-4.707v-5.139h-3.692v5.139zm-23.677.94c-.531 0-.939-.4-.939-.94v-5.138H0v5.139c0 2.577 2.13 4.707 4.708 4.707h5.138V25.77H4.631z" />
+    </svg>
+  );
+}
+
+function MapIcon() {
+  return (
+    <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="2.4"
+         strokeLinecap="round" strokeLinejoin="round" style={{ fill: "none" }}>
+      <path d="M3 6l6-3 6 3 6-3v15l-6 3-6-3-6 3z" />
+      <path d="M9 3v15M15 6v15" />
+    </svg>
+  );
+}
+
+function storedMinimap() {
+  try {
+    return window.localStorage.getItem(MINIMAP_KEY) !== "hidden";
+  } catch (_error) {
+    return true;
+  }
+}
 
 // Palette entries are plain elements with data-node-type; one document-level listener turns
 // their drag into a typed payload, so the palette needs no JavaScript of its own.
@@ -95,10 +155,15 @@ function Canvas(props) {
     onDropNode,
     onSelectionChanged,
     onNodeOpened,
+    onUndo,
+    onRedo,
+    onTimeZone,
   } = props;
   const [nodes, setNodes, onNodesChange] = useNodesState(propNodes);
   const [selectedEdges, setSelectedEdges] = useState(new Set());
+  const [minimap, setMinimap] = useState(true);
   const flow = useReactFlow();
+  const store = useStoreApi();
   const lastSelection = useRef("");
 
   // The state sends the selection with the nodes (it selects what was just dropped); the user's
@@ -109,12 +174,79 @@ function Canvas(props) {
     lastSelection.current = selectedIds.join("\n");
   }, [propNodes, selectedIds, setNodes]);
 
+  // Fit the view to the nodes, clear of the minimap and the controls, once they are measured.
+  const fit = useCallback(
+    (tries = 30) => {
+      const current = flow.getNodes();
+      if (current.some((node) => !measured(node)) && tries > 0) {
+        requestAnimationFrame(() => fit(tries - 1));
+        return;
+      }
+      if (!current.length) return;
+      const { width, height } = store.getState();
+      const padding = fitPadding(flow.getNodesBounds(current), width, height, minimap);
+      flow.fitView({ padding: inPixels(padding), maxZoom: MAX_FIT_ZOOM, minZoom: MIN_ZOOM });
+    },
+    [flow, store, minimap],
+  );
+  const fitRef = useRef(fit);
+  fitRef.current = fit;
+
   useEffect(() => {
-    if (fitRevision) {
-      // After the new nodes have been measured.
-      requestAnimationFrame(() => flow.fitView(FIT_OPTIONS));
+    // On the first render and whenever the state asks (another graph or version was loaded, a
+    // panel folded): two frames later, when the canvas's new size has been measured.
+    let frame = requestAnimationFrame(() => {
+      frame = requestAnimationFrame(() => fitRef.current());
+    });
+    return () => cancelAnimationFrame(frame);
+  }, [fitRevision]);
+
+  useEffect(() => {
+    setMinimap(storedMinimap());
+  }, []);
+
+  const toggleMinimap = useCallback(() => {
+    setMinimap((shown) => {
+      try {
+        window.localStorage.setItem(MINIMAP_KEY, shown ? "hidden" : "shown");
+      } catch (_error) {
+        // private mode: the choice lasts for this page only
+      }
+      return !shown;
+    });
+  }, []);
+
+  useEffect(() => {
+    if (!onTimeZone) return;
+    let zone = "UTC";
+    try {
+      zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+    } catch (_error) {
+      // an old browser: the server falls back to UTC as well
     }
-  }, [fitRevision, flow]);
+    onTimeZone(zone);
+    // Once per page: the time zone of a browser does not change while it shows the editor.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, []);
+
+  // Undo and redo from the keyboard, unless a text field has the focus (its own undo applies).
+  useEffect(() => {
+    if (readOnly) return undefined;
+    const onKey = (event) => {
+      if (!(event.ctrlKey || event.metaKey) || event.altKey || typing(event.target)) return;
+      const key = (event.key || "").toLowerCase();
+      const redo = (key === "z" && event.shiftKey) || (key === "y" && !event.shiftKey);
+      if (key === "z" && !event.shiftKey) {
+        event.preventDefault();
+        if (onUndo) onUndo();
+      } else if (redo) {
+        event.preventDefault();
+        if (onRedo) onRedo();
+      }
+    };
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, [readOnly, onUndo, onRedo]);
 
   const edges = useMemo(
     () => propEdges.map((edge) => (selectedEdges.has(edge.id) ? { ...edge, selected: true } : edge)),
@@ -229,16 +361,27 @@ function Canvas(props) {
       elementsSelectable
       deleteKeyCode={readOnly ? null : ["Delete", "Backspace"]}
       multiSelectionKeyCode={["Shift", "Meta", "Control"]}
-      fitView
-      fitViewOptions={FIT_OPTIONS}
-      minZoom={0.1}
+      minZoom={MIN_ZOOM}
       maxZoom={2}
-      onlyRenderVisibleElements
-      proOptions={{ hideAttribution: true }}
+      attributionPosition="top-right"
     >
       <Background gap={16} />
-      <Controls showInteractive={false} />
-      <MiniMap pannable zoomable nodeColor={(node) => STATUS_COLOURS[node.data?.status] || "#cdced6"} />
+      <Controls showInteractive={false} showFitView={false}>
+        <ControlButton onClick={() => fit()} className="react-flow__controls-fitview" title="Fit view"
+                       aria-label="Fit view">
+          <FitIcon />
+        </ControlButton>
+        <ControlButton onClick={toggleMinimap} className="poweron-minimap-toggle"
+                       title={minimap ? "Hide the minimap" : "Show the minimap"}
+                       aria-label={minimap ? "Hide the minimap" : "Show the minimap"}
+                       data-shown={minimap ? "true" : "false"}>
+          <MapIcon />
+        </ControlButton>
+      </Controls>
+      {minimap ? (
+        <MiniMap pannable zoomable style={{ width: MINIMAP.width, height: MINIMAP.height }}
+                 nodeColor={(node) => STATUS_COLOURS[node.data?.status] || "#cdced6"} />
+      ) : null}
     </ReactFlow>
   );
 }

@@ -1,7 +1,8 @@
 """The workflow canvas: a Reflex wrapper of components/flow_canvas.jsx (@xyflow/react).
 
-The state owns the graph and passes React Flow nodes/edges (see state/editor_graph.py); the
-canvas reports settled changes as small diffs through its event triggers.
+The state owns the graph and passes React Flow nodes/edges (see state/editor.py); the canvas
+reports settled changes as small diffs through its event triggers. Fit view keeps the nodes
+clear of the minimap (which can be hidden) and the controls.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import reflex as rx
-from reflex_base.event import passthrough_event_spec
+from reflex_base.event import no_args_event_spec, passthrough_event_spec
 
 XYFLOW = "@xyflow/react@12.12.1"
 
@@ -44,6 +45,11 @@ class FlowCanvas(rx.NoSSRComponent):
     on_selection_changed: rx.EventHandler[passthrough_event_spec(list[str])]
     # id of a double-clicked node.
     on_node_opened: rx.EventHandler[passthrough_event_spec(str)]
+    # Ctrl/Cmd+Z (undo), Ctrl/Cmd+Shift+Z or Ctrl+Y (redo) outside text fields.
+    on_undo: rx.EventHandler[no_args_event_spec]
+    on_redo: rx.EventHandler[no_args_event_spec]
+    # The browser's IANA time zone, reported once (new schedule triggers start in it).
+    on_time_zone: rx.EventHandler[passthrough_event_spec(str)]
 
 
 flow_canvas = FlowCanvas.create

@@ -21,6 +21,7 @@ from backend.db.models import Workflow
 from backend.errors import Conflict, DomainError, NotFound
 from backend.features.graphical_editor.interface import (
     GraphicalEditorInterface,
+    VersionView,
     interface_of_workflow,
     last_changed_workflow,
 )
@@ -34,7 +35,7 @@ from state.auth import AuthState, NotSignedIn
 from state.editor_chat import EditorChatMixin
 from state.editor_files import EditorFilesMixin
 from state.editor_params import EditorParamsMixin
-from state.editor_runs import EditorRunsMixin
+from state.editor_runs import EditorRunsMixin, named_once
 from state.editor_versions import EditorVersionsMixin
 from state.instance_choice import InstanceChoiceMixin
 from state.page import PageMixin, user_message
@@ -76,6 +77,12 @@ def _palette_groups(query: str) -> list[PaletteGroup]:
     return [PaletteGroup(name=name, entries=entries) for name, entries in groups.items()]
 
 
+def routed_workflow_id(path: str) -> str:
+    """The workflow id in an editor address path ("/editor/<id>", maybe behind a frontend prefix)."""
+    _head, found, rest = path.rstrip("/").rpartition("/editor/")
+    return rest if found and "/" not in rest else ""
+
+
 def editor_interface(session, user, workflow_id: str) -> tuple[GraphicalEditorInterface, Workflow]:
     """The interface of the workflow's instance, checked for the user; NotFound when it is not theirs to see."""
     return interface_of_workflow(user, workflow_id, session)
@@ -95,11 +102,15 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
     canvas_nodes: list[dict[str, Any]] = []
     canvas_edges: list[dict[str, Any]] = []
     fit_revision: int = 0
+    # The palette (left) and the side panel (right) can be folded away to give the canvas the room.
+    palette_open: bool = True
+    side_open: bool = True
     # Part of the parameter inputs' keys: a graph taken from elsewhere (reload, undo, the AI chat)
     # re-creates them, so they show its values instead of what was typed before.
     form_revision: int = 0
     selected_ids: list[str] = []
-    # saved · saving · conflict · readonly
+    # saved · saving · conflict (changed elsewhere, or signed out) · refused (the last change was
+    # refused and taken back: `error` says why) · readonly
     save_status: str = "saved"
     save_message: str = ""
     connection_refused: str = ""
@@ -119,9 +130,12 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
 
     _graph: dict[str, Any] = {}
     _base_version_id: str = ""
+    _base_status: str = ""  # draft · published (right after publishing) · "" (no version yet)
     _base_lock_version: int = 0
     _undo: list[dict[str, Any]] = []
     _redo: list[dict[str, Any]] = []
+    # The browser's IANA time zone (the canvas reports it): new schedule triggers start in it.
+    _time_zone: str = graph_edit.DEFAULT_TIME_ZONE
 
     @rx.var
     def selected_node(self) -> str:
@@ -130,12 +144,12 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
     @rx.var
     def save_text(self) -> str:
         return {"saved": "All changes saved", "saving": "Saving…", "conflict": "Not saved",
-                "readonly": "Read only"}.get(self.save_status, self.save_status)
+                "refused": "Last change not saved", "readonly": "Read only"}.get(self.save_status, self.save_status)
 
     # --- loading --------------------------------------------------------------------------------
 
     def _refresh(self) -> None:
-        self.workflow_id = str(self.router.page.params.get("workflow_id") or "")
+        self.workflow_id = routed_workflow_id(self.router.url.path)
         with self._user_session() as (session, user):
             self._load_navigation(session, user)
             try:
@@ -150,7 +164,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
             self.can_edit, self.can_execute = rights.can_edit, rights.can_execute
             view = iface.workflow_view(workflow, masked=True)
             self._open_instance(session, user, iface.instance.id)  # the header names it; remembered
-            self._adopt(view.graph, view.edited_version_id or "", view.edited_lock_version or 0)
+            self._adopt(view.graph, view.edited)
             self._load_test_input(workflow)
             self._load_versions(iface, workflow)
             self._load_chat_rights(iface, rights.can_use_agent)
@@ -162,13 +176,21 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         self.loaded = True
         self._publish()
 
-    def _adopt(self, graph: dict[str, Any], version_id: str, lock_version: int) -> None:
-        """Take `graph` (its secrets masked by the interface: they never reach the page) as the one being edited."""
+    def _adopt(self, graph: dict[str, Any], edited: VersionView | None) -> None:
+        """Take `graph` (its secrets masked by the interface: they never reach the page) of the
+        version `edited` (None: the workflow has none yet) as the one being edited."""
         self._graph = copy.deepcopy(graph)
         self.form_revision += 1
         self._graph.setdefault("nodes", [])
         self._graph.setdefault("edges", [])
-        self._base_version_id, self._base_lock_version = version_id, lock_version
+        self._set_base(edited)
+
+    def _set_base(self, version: VersionView | None) -> None:
+        """The version the canvas's graph is (the base of the next draft save, and what a Test
+        run runs): the draft, or the published version right after publishing."""
+        self._base_version_id = version.id if version is not None else ""
+        self._base_lock_version = version.lock_version if version is not None else 0
+        self._base_status = version.status if version is not None else ""
 
     @rx.event
     @requires_door(Door.workflow_view)
@@ -180,7 +202,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         self.can_undo = self.can_redo = False
         self._clear_run()
         event = self._reload()
-        run_id = str(self.router.page.params.get("run") or "")
+        run_id = str(self.router.url.query_parameters.get("run") or "")
         if event is None and run_id and not self.missing:
             self._open_run(run_id)  # /editor/<id>?run=<runId>: the Monitor's link to a run's trace
         return event
@@ -243,6 +265,10 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
                           "label": "" if handle == "out" else handle,
                           "animated": statuses.get(edge.get("source")) == "running"})
         self.canvas_nodes, self.canvas_edges = nodes, edges
+        shown = {node["id"] for node in nodes}
+        if any(node_id not in shown for node_id in self.selected_ids):
+            # A node taken away (undo, a refused change, a reload) leaves no panel behind.
+            self.selected_ids = [node_id for node_id in self.selected_ids if node_id in shown]
         self._show_selected()
 
     def _show_selected(self) -> None:
@@ -265,35 +291,41 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
 
     # --- saving ---------------------------------------------------------------------------------
 
-    def _change(self, edit, what: str) -> None:
-        """Apply `edit(graph)` to a copy of the graph; keep it (undoable) and save it as the draft."""
+    def _change(self, edit, what: str) -> bool:
+        """Apply `edit(graph)` to a copy of the graph; keep it (undoable) and save it as the draft.
+
+        Returns whether the change was kept; a refused one is taken back whole (nothing of it
+        stays on the canvas, in a panel or in the draft) and `error` says why."""
         if not self.can_edit or self.viewing_version:
             self.error = "This graph is read only here." if self.viewing_version else \
                 "Your roles do not allow changing this workflow."
-            return
+            return False
         before = copy.deepcopy(self._graph)
         after = copy.deepcopy(self._graph)
         try:
             edit(after)
         except graph_edit.GraphEditError as exc:
-            self.error = f"{what}: {exc}"
-            return
+            self.error = f"Not saved: {what}: {exc}"
+            self.save_status = "refused"
+            return False
         undo, redo = self._undo, self._redo
         self._undo = [*self._undo[-(UNDO_LIMIT - 1):], before]
         self._redo = []
         self._graph = after
-        if not self._save():
-            # Refused as invalid (e.g. a schedule it could never run): the change is taken back,
-            # the page shows why, and the draft stays as it was.
-            self._graph, self._undo, self._redo = before, undo, redo
-            self.form_revision += 1
-            self.save_status = "saved"
-            self.can_undo, self.can_redo = bool(self._undo), bool(self._redo)
-            self._publish()
+        if self._save():
+            return True
+        # Refused as invalid (e.g. a schedule it could never run): the change is taken back,
+        # the page shows why, and the draft stays as it was.
+        self._graph, self._undo, self._redo = before, undo, redo
+        self.form_revision += 1
+        self.can_undo, self.can_redo = bool(self._undo), bool(self._redo)
+        self._publish()
+        return False
 
     def _save(self) -> bool:
         """Save the graph as the draft; False when the backend refused it as invalid (then
-        `self.error` says why). A draft changed elsewhere or a lost sign-in keep this tab's graph."""
+        `self.error` says why and the badge says the last change was not saved). A draft changed
+        elsewhere or a lost sign-in keep this tab's graph."""
         self.error = ""
         self.save_status = "saving"
         base = DraftBase(self._base_version_id, self._base_lock_version) if self._base_version_id else None
@@ -302,14 +334,15 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
             with self._user_session() as (session, user):
                 iface, workflow = editor_interface(session, user, self.workflow_id)
                 version = iface.save_draft(workflow, self._graph, base)
-                self._base_version_id, self._base_lock_version = version.id, version.lock_version
+                self._set_base(version)
                 self._note_draft_saved(version)
         except NotSignedIn:
             self.save_status, self.save_message = "conflict", "You are signed out: sign in again to save."
         except Conflict as exc:
             self.save_status, self.save_message = "conflict", user_message(exc)
         except DomainError as exc:
-            self.error = f"Not saved: {user_message(exc)}"
+            self.error = f"Not saved: {user_message(named_once(exc))}"
+            self.save_status = "refused"
             accepted = False
         else:
             self.save_status, self.save_message = "saved", ""
@@ -333,8 +366,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
                 theirs = iface.workflow_view(workflow, masked=True)
                 if theirs.edited_version_id is not None:
                     self._undo = [*self._undo[-(UNDO_LIMIT - 1):], copy.deepcopy(theirs.graph)]
-                    self._base_version_id, self._base_lock_version = theirs.edited_version_id, \
-                        theirs.edited_lock_version
+                    self._set_base(theirs.edited)
         except NotSignedIn:
             return self._signed_out()
         self._save()
@@ -350,7 +382,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
                                                       and view.edited_lock_version == self._base_lock_version):
                     return
                 before = copy.deepcopy(self._graph)
-                self._adopt(view.graph, view.edited_version_id, view.edited_lock_version)
+                self._adopt(view.graph, view.edited)
                 self._note_draft_saved(view.edited)
         except (NotSignedIn, DomainError):
             return
@@ -367,32 +399,40 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         """A drag stopped: store the new positions."""
         self._change(lambda graph: graph_edit.move_nodes(graph, moves), "Move")
 
+    def _add_node(self, type_id: str, position: dict[str, Any] | None) -> None:
+        """Add a node of `type_id` with its type's starting parameters (in the user's time zone)
+        and select it; a refused addition selects nothing (no panel for a node that is not there)."""
+        added: list[str] = []
+
+        def edit(graph):
+            node = graph_edit.add_node(graph, type_id, position, time_zone=self._time_zone)
+            added.append(node["id"])
+
+        if self._change(edit, "Add node") and added[0] in graph_edit.nodes_by_id(self._graph):
+            self.selected_ids = added
+            self.field_errors = {}
+            self.panel_tab = "parameters"
+            self._publish()
+
     @rx.event
     @requires_door(Door.save_draft)
     def drop_node(self, drop: dict[str, Any]):
         """A palette entry was dropped on the canvas: add a node of that type there and select it."""
-        added: list[str] = []
-
-        def edit(graph):
-            node = graph_edit.add_node(graph, str(drop.get("type")), {"x": drop.get("x", 0), "y": drop.get("y", 0)})
-            added.append(node["id"])
-
-        self._change(edit, "Add node")
-        if added:
-            self.selected_ids = added
-            self.panel_tab = "parameters"
-            self._publish()
+        x, y = drop.get("x", 0), drop.get("y", 0)
+        position = {"x": x if isinstance(x, (int, float)) else 0, "y": y if isinstance(y, (int, float)) else 0}
+        self._add_node(str(drop.get("type")), position)
 
     @rx.event
     @requires_door(Door.save_draft)
     def add_from_palette(self, type_id: str):
         """A palette entry was clicked: add a node of that type next to the others."""
-        added: list[str] = []
-        self._change(lambda graph: added.append(graph_edit.add_node(graph, type_id)["id"]), "Add node")
-        if added:
-            self.selected_ids = added
-            self.panel_tab = "parameters"
-            self._publish()
+        self._add_node(str(type_id), None)
+
+    @rx.event
+    @requires("ui")
+    def set_time_zone(self, time_zone: str):
+        """The canvas reports the browser's IANA time zone (an unknown one counts as UTC)."""
+        self._time_zone = graph_edit.usable_time_zone(time_zone)
 
     @rx.event
     @requires_door(Door.save_draft)
@@ -436,8 +476,10 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
     @rx.event
     @requires_door(Door.last_outputs)
     def node_opened(self, node_id: str):
+        """A node was double-clicked: show its parameters (unfolding the side panel)."""
         self.selected_ids = [node_id]
         self.panel_tab = "parameters"
+        self.side_open = True
         self._show_selected()
         self._load_suggestions()
 
@@ -562,6 +604,20 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
     @requires("ui")
     def set_panel_tab(self, tab: str):
         self.panel_tab = tab
+
+    @rx.event
+    @requires("ui")
+    def toggle_palette(self):
+        """Fold the palette away (or back): the canvas takes its room and fits the nodes into it."""
+        self.palette_open = not self.palette_open
+        self.fit_revision += 1
+
+    @rx.event
+    @requires("ui")
+    def toggle_side_panel(self):
+        """Fold the side panel (node, trace, chat, versions, files) away or back."""
+        self.side_open = not self.side_open
+        self.fit_revision += 1
 
     # --- import / export ------------------------------------------------------------------------
 

@@ -21,13 +21,14 @@ from backend.db import session_scope
 from backend.errors import DomainError
 from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
 from backend.features.graphical_editor.interface import get_interface, interface_of_workflow
-from state.agent_chat import AgentChatMixin
+from state.agent_chat import NO_PROVIDER, AgentChatMixin
 from state.auth import NotSignedIn
 from state.chat_items import ChatItem, items_of_run
 from state.page import user_message
 from state.permissions import requires, requires_door
 
 NO_USE_AGENT = "Your roles do not let you use the AI assistant in this editor (useAgent is not granted)."
+ASK_AI_NO_PROVIDER = "Asking the AI about this error needs an AI provider. " + NO_PROVIDER
 # The workflow toolbox's tools that change a draft (backend/actions/methods/workflow.py), by tool name.
 GRAPH_TOOLS = frozenset({"workflow_addNode", "workflow_removeNode", "workflow_connectNodes",
                          "workflow_disconnectNodes", "workflow_setNodeParameter"})
@@ -37,6 +38,17 @@ class EditorChatRow(TypedDict):
     id: str
     title: str
     modified: str
+
+
+def ai_help(providers: Any, can_use_agent: bool) -> tuple[bool, str]:
+    """Whether the editor offers its AI help ("Ask AI about this error") and, when it does not,
+    what it says instead: without an AI provider (`providers`, Settings.ai_providers) the missing
+    provider is explained; without the useAgent right nothing is shown (the role says so)."""
+    if not can_use_agent:
+        return False, ""
+    if not providers:
+        return False, ASK_AI_NO_PROVIDER
+    return True, ""
 
 
 def changes_graph(event_type: str, data: dict[str, Any]) -> bool:
@@ -65,6 +77,9 @@ class EditorChatMixin(AgentChatMixin, mixin=True):
     """The chat sidebar of the editor: the open chat, the user's chats in the instance, the rights."""
 
     chats: list[EditorChatRow] = []
+    # "Ask AI about this error": offered, or why not (no AI provider configured).
+    ai_help_offered: bool = False
+    ai_help_note: str = ""
 
     _no_agent_reason = NO_USE_AGENT
 
@@ -72,8 +87,10 @@ class EditorChatMixin(AgentChatMixin, mixin=True):
 
     def _load_chat_rights(self, iface: Door, can_use_agent: bool) -> None:
         """The agent right in the workflow's instance, the provider, and the user's chats there."""
-        self.provider_configured = bool(get_settings().ai_providers)
+        providers = get_settings().ai_providers
+        self.provider_configured = bool(providers)
         self.can_use_agent = can_use_agent
+        self.ai_help_offered, self.ai_help_note = ai_help(providers, can_use_agent)
         self._load_editor_chats(iface)
         if self.chat_id and self.chat_id not in {c["id"] for c in self.chats} and not self.streaming:
             self._start_chat()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
 from typing import Any, TypedDict
@@ -18,9 +19,10 @@ from backend import auth
 from backend.db import session_scope
 from backend.db.models import WorkflowRun
 from backend.engine.steps import split_error
-from backend.errors import DomainError
+from backend.errors import DomainError, FieldError, InvalidInput
 from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
 from backend.statemachines import ConcurrentTransition, IllegalTransition
+from backend.workflows.node_types import node_type
 from state.auth import NotSignedIn
 from state.page import user_message
 from state.permissions import requires, requires_door
@@ -36,6 +38,7 @@ NODE_STATUS = {"running": "running", "completed": "completed", "failed": "failed
 class TraceRow(TypedDict):
     key: str
     node_id: str
+    label: str  # the node's label on the canvas (its type's when it has none)
     node_type: str
     status: str
     attempt: int
@@ -59,14 +62,61 @@ def _duration(milliseconds: int | None) -> str:
     return f"{milliseconds} ms" if milliseconds < 1000 else f"{milliseconds / 1000:.1f} s"
 
 
-def trace_rows(steps: list[Any]) -> list[TraceRow]:
+def node_labels(graph: dict[str, Any]) -> dict[str, str]:
+    """Node id → the label the canvas shows (the node's own, else its type's, else the id)."""
+    labels = {}
+    for node in graph.get("nodes") or []:
+        if isinstance(node, dict) and isinstance(node.get("id"), str):
+            known = node_type(node.get("type"))
+            labels[node["id"]] = str(node.get("label") or (known.label if known else node["id"]))
+    return labels
+
+
+def without_node(message: str, node_id: str) -> str:
+    """`message` without the leading mentions of its own node ("node 'x' failed: ", "node 'x', ",
+    "node 'x': "): where it is shown, the node is named already."""
+    prefix = re.compile(r"node '" + re.escape(node_id) + r"'(?: failed)?(?::|,)\s*")
+    while (found := prefix.match(message)) and found.end() < len(message):
+        message = message[found.end():]
+    return message
+
+
+def named_once(exc: Exception) -> Exception:
+    """`exc`, its problems naming each node once: a problem whose message names its node already
+    ("node 'x' (flow.ifElse) has no handle 'y'") loses the "node 'x', " that would repeat it."""
+    if not isinstance(exc, InvalidInput):
+        return exc
+    return InvalidInput([FieldError(e.field, e.message) if e.node_id and f"node '{e.node_id}'" in e.message else e
+                         for e in exc.errors])
+
+
+def run_error_text(error: str, labels: dict[str, str]) -> str:
+    """A run's error naming its failed node once, by label and id ("Divide (divide) failed: …")."""
+    found = _FAILED_NODE.match(error)
+    if not found:
+        return error
+    node_id = found.group(1)
+    label = labels.get(node_id, node_id)
+    named = f"node '{node_id}'" if label == node_id else f"{label} ({node_id})"
+    return f"{named} failed: {without_node(error, node_id)}"
+
+
+_FAILED_NODE = re.compile(r"node '([^']+)' failed: ")
+
+
+def trace_rows(steps: list[Any], labels: dict[str, str] | None = None) -> list[TraceRow]:
+    """The trace's rows: one per step, its node named by label (`labels`, node id → label) and id
+    in the row, so its error does not repeat the node."""
+    labels = labels or {}
     rows = []
     for step in steps:
         message, _stack = split_error(step.error)
         rows.append(TraceRow(
-            key=step.id, node_id=step.node_id, node_type=step.node_type, status=step.status, attempt=step.attempt,
+            key=step.id, node_id=step.node_id, label=labels.get(step.node_id, step.node_id),
+            node_type=step.node_type, status=step.status, attempt=step.attempt,
             duration=_duration(step.duration_ms), started=step.started_at.strftime("%H:%M:%S"),
-            input=_shown(step.input), output=_shown(step.output), error=message or ""))
+            input=_shown(step.input), output=_shown(step.output),
+            error=without_node(message, step.node_id) if message else ""))
     return rows
 
 
@@ -80,6 +130,13 @@ def node_statuses(run: WorkflowRun, steps: list[Any], node_ids: list[str]) -> di
         statuses[step.node_id] = NODE_STATUS.get(step.status, step.status)
     resting = "pending" if run.status in ("running", "paused") else "skipped"
     return {node_id: statuses.get(node_id, resting) for node_id in node_ids}
+
+
+def run_version(base_status: str) -> str | None:
+    """Which version a Test run runs: the one on the canvas. That is the draft while there is one,
+    and the published version right after publishing (until the next edit creates a draft);
+    None (draft, else published) before the page knows."""
+    return base_status if base_status in ("draft", "published") else None
 
 
 def read_run(token: str, workflow_id: str, run_id: str) -> tuple[WorkflowRun, list[Any]]:
@@ -112,6 +169,7 @@ class EditorRunsMixin(rx.State, mixin=True):
     node_statuses: dict[str, str] = {}
     trace: list[TraceRow] = []
     _watch_key: str = ""
+    _test_input_of: str = ""  # the workflow whose stored test input the box was filled with
 
     @rx.var
     def failed_node(self) -> str:
@@ -135,6 +193,8 @@ class EditorRunsMixin(rx.State, mixin=True):
         return text
 
     def _clear_run(self) -> None:
+        """Forget the run shown (the page opens a workflow): its colours, trace and test input box."""
+        self._test_input_of = ""
         self.run_id = self.run_status = self.run_pause_reason = self.run_error = self.run_mode = ""
         self.node_statuses, self.trace, self.watching, self._watch_key = {}, [], False, ""
 
@@ -142,9 +202,10 @@ class EditorRunsMixin(rx.State, mixin=True):
         node_ids = [n.get("id") for n in self._graph.get("nodes", [])]
         self.run_id, self.run_status = run.id, run.status
         self.run_pause_reason = run.pause_reason or ""
-        self.run_error = split_error(run.error)[0] or ""
+        labels = node_labels(self._graph)
+        self.run_error = run_error_text(split_error(run.error)[0] or "", labels)
         self.node_statuses = node_statuses(run, steps, node_ids)
-        self.trace = trace_rows(steps)
+        self.trace = trace_rows(steps, labels)
         self._publish()
 
     def _read_run(self, run_id: str) -> tuple[WorkflowRun, list[Any]]:
@@ -163,7 +224,7 @@ class EditorRunsMixin(rx.State, mixin=True):
         except NotSignedIn:
             return self._signed_out()
         except (DomainError, ConcurrentTransition, IllegalTransition) as exc:
-            self.error = user_message(exc)
+            self.error = user_message(named_once(exc))
             return None
         run, steps = self._read_run(run_id)
         self._show_run(run, steps)
@@ -173,7 +234,11 @@ class EditorRunsMixin(rx.State, mixin=True):
         return type(self).watch_run
 
     def _load_test_input(self, workflow) -> None:
-        """Show the workflow's stored test input (a template's sample input to begin with)."""
+        """Show the workflow's stored test input (a template's sample input to begin with) when
+        the page opens it; reloads after publishing and the like keep what was typed since."""
+        if self._test_input_of == workflow.id:
+            return
+        self._test_input_of = workflow.id
         stored = workflow.test_input
         self.run_input = "" if stored is None else json.dumps(stored, ensure_ascii=False, indent=2)
         self.run_input_error = ""
@@ -207,8 +272,7 @@ class EditorRunsMixin(rx.State, mixin=True):
         def start(iface, workflow):
             if keep and workflow.test_input != value:  # the test input is kept with the workflow
                 iface.update_workflow(workflow, test_input=value)
-            return iface.start_run(workflow, value, "draft" if self._base_version_id else None, mode,
-                                   wait_seconds=0)
+            return iface.start_run(workflow, value, run_version(self._base_status), mode, wait_seconds=0)
 
         return self._launch(start)
 

@@ -27,7 +27,7 @@ import reflex as rx
 from sqlmodel import Session
 
 from backend.db.models import User, Workflow
-from backend.errors import DomainError, Forbidden
+from backend.errors import DomainError, Forbidden, InvalidInput
 from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
 from backend.features.graphical_editor.interface import VersionView
 from backend.scheduler.preview import (  # noqa: F401 - re-exported for the page and its tests
@@ -40,6 +40,7 @@ from backend.scheduler.preview import (  # noqa: F401 - re-exported for the page
     schedule_text,
 )
 from state.auth import NotSignedIn
+from state.editor_runs import named_once
 from state.page import user_message
 from state.permissions import requires, requires_door
 
@@ -159,7 +160,10 @@ class EditorVersionsMixin(rx.State, mixin=True):
 
         def work(session: Session, user: User) -> None:
             iface, workflow = self._editor_interface(session, user)
-            changed.append(iface.change_version(workflow, action, version_id).version_number)
+            try:
+                changed.append(iface.change_version(workflow, action, version_id).version_number)
+            except InvalidInput as exc:  # each problem names its node once
+                raise named_once(exc) from None
 
         ok, event = self._attempt(work, "")
         if ok:

@@ -6,15 +6,18 @@ person understands; saving and validation are the caller's (the draft service, t
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
 
+from backend.scheduler.cron import ScheduleError, parse_timezone
 from backend.workflows.connections import edge_handle, make_edge
 from backend.workflows.node_types import node_type
 
 NODE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 X_STEP, Y_STEP = 260, 160
+DEFAULT_TIME_ZONE = "UTC"
 
 
 class GraphEditError(ValueError):
@@ -66,10 +69,31 @@ def new_node_id(graph: dict[str, Any], type_id: str) -> str:
     return f"{base}{number}"
 
 
+def usable_time_zone(name: Any) -> str:
+    """`name` when it is an IANA time zone the scheduler knows (a browser's report), else UTC."""
+    try:
+        parse_timezone(name)
+    except ScheduleError:
+        return DEFAULT_TIME_ZONE
+    return str(name).strip()
+
+
+def starting_parameters(type_id: str, time_zone: str = DEFAULT_TIME_ZONE) -> dict[str, Any]:
+    """The parameters a new node of `type_id` starts with: its type's `new_parameters` (e.g. a
+    schedule every day at 08:00 in `time_zone`), else none."""
+    known = node_type(type_id)
+    if known is None or known.new_parameters is None:
+        return {}
+    return copy.deepcopy(known.new_parameters(usable_time_zone(time_zone)))
+
+
 def add_node(graph: dict[str, Any], type_id: str, position: dict[str, float] | None = None,
              node_id: str | None = None, label: str | None = None,
-             parameters: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Append a node of `type_id` (at `position`, else next to the others) and return it."""
+             parameters: dict[str, Any] | None = None, time_zone: str = DEFAULT_TIME_ZONE) -> dict[str, Any]:
+    """Append a node of `type_id` (at `position`, else next to the others) and return it.
+
+    Without `parameters` the node starts with its type's defaults (starting_parameters), so a
+    node that has sensible ones is valid as soon as it is dropped."""
     node_id = node_id.strip() if node_id else new_node_id(graph, type_id)
     if not NODE_ID.match(node_id):
         raise GraphEditError(f"id '{node_id}' must start with a letter and hold only letters, digits and _ (at "
@@ -78,7 +102,8 @@ def add_node(graph: dict[str, Any], type_id: str, position: dict[str, float] | N
         raise GraphEditError(f"a node with id '{node_id}' already exists; choose another id or leave id empty")
     known = node_type(type_id)
     node: dict[str, Any] = {"id": node_id, "type": type_id, "label": label or (known.label if known else type_id),
-                            "parameters": parameters or {},
+                            "parameters": parameters if parameters is not None
+                            else starting_parameters(type_id, time_zone),
                             "position": position if position is not None else next_spot(graph)}
     graph.setdefault("nodes", []).append(node)
     return node

@@ -285,6 +285,10 @@ class NodeType:
         needs: What a node of this type needs beyond the embedded default installation: ids of
             backend/workflows/requirements.py ("ai", "webSearch", "mail", "sandbox"); a template's
             and a run's requirements are derived from them.
+        new_parameters: The parameters a node of this type starts with when it is added to a graph
+            (a palette drop, the agent's addNode), given the user's IANA time zone; None: empty.
+            They make the new node valid where a sensible default exists (a schedule: every day
+            at 08:00 in that time zone).
     """
 
     type: str
@@ -305,6 +309,7 @@ class NodeType:
     literal_reader: str = ""
     toolbox: str | None = None
     needs: tuple[str, ...] = ()
+    new_parameters: Callable[[str], dict[str, Any]] | None = None
 
     @property
     def is_trigger(self) -> bool:
@@ -374,10 +379,27 @@ def _human(type_id: str, label: str, description: str, params: type[BaseModel], 
                     human_task=task)
 
 
+def _daily_at_eight(time_zone: str) -> dict[str, Any]:
+    """A new schedule: every day at 08:00 in the user's time zone."""
+    return {"cron": "0 8 * * *", "timezone": time_zone}
+
+
+def _one_minute(_time_zone: str) -> dict[str, Any]:
+    """A new wait: one minute."""
+    return {"seconds": 60}
+
+
+def _script_skeleton(_time_zone: str) -> dict[str, Any]:
+    """A new script: main(input) returning what the next nodes see as its output."""
+    return {"code": "def main(input):\n    # input['input'] is the run input, input['nodes'][<id>] earlier outputs\n"
+                    "    return {\"result\": input['input']}\n"}
+
+
 BUILTIN_NODE_TYPES: tuple[NodeType, ...] = (
     _trigger("trigger.manual", "Manual start", "Started by a person or the API", NoParams),
     _trigger("trigger.schedule", "Schedule", "Runs on a cron schedule or at an interval", ScheduleParams,
-             literal_parameters=("cron", "intervalSeconds", "timezone"), literal_reader="the scheduler"),
+             literal_parameters=("cron", "intervalSeconds", "timezone"), literal_reader="the scheduler",
+             new_parameters=_daily_at_eight),
     _trigger("trigger.webhook", "Webhook", "Runs when a signed HTTP request arrives", WebhookParams),
     _trigger("trigger.form", "Form", "Runs when someone submits a form", FormTriggerParams),
     _trigger("trigger.event", "Event", "Runs when a platform event occurs", EventParams),
@@ -390,7 +412,7 @@ BUILTIN_NODE_TYPES: tuple[NodeType, ...] = (
     NodeType("flow.merge", "Merge", "flow", "Waits for every branch that is still live", NoParams,
              handler_name="merge", waits_for_live_branches=True),
     NodeType("flow.wait", "Wait", "flow", "Pauses for a time or until a moment (survives restarts)", WaitParams,
-             handler_name="wait"),
+             handler_name="wait", new_parameters=_one_minute),
     NodeType("flow.stop", "Stop", "flow", "Ends the run with a status", StopParams, (), handler_name="stop"),
     _human("input.form", "Form task", "Asks a person to fill in a form", InputFormParams, "form",
            (DEFAULT_HANDLE,)),
@@ -404,7 +426,7 @@ BUILTIN_NODE_TYPES: tuple[NodeType, ...] = (
              DecideParams, (), dynamic=DECIDE_OPTIONS, handler_name="ai_decide", concurrent=True, needs=("ai",)),
     NodeType("script.python", "Python script", "code", "Runs Python code in a sandbox", PythonParams,
              handler_name="script_python", raw_parameters=frozenset({"code"}), concurrent=True,
-             needs=("sandbox",)),
+             needs=("sandbox",), new_parameters=_script_skeleton),
 )
 # An index of the tuple above, for lookups by type id (not a second list).
 _BUILTINS: dict[str, NodeType] = {n.type: n for n in BUILTIN_NODE_TYPES}

@@ -28,10 +28,23 @@ def _save_badge() -> rx.Component:
     )
 
 
+def _fold_button(open_: rx.Var, on_click, icons: tuple[str, str], titles: tuple[str, str],
+                 button_id: str) -> rx.Component:
+    """Folds a panel away or back; its icon and title say which it will do."""
+    return rx.icon_button(
+        rx.cond(open_, rx.icon(icons[0], size=16), rx.icon(icons[1], size=16)),
+        on_click=on_click, variant="soft", color_scheme="gray", id=button_id,
+        title=rx.cond(open_, titles[0], titles[1]), aria_label=rx.cond(open_, titles[0], titles[1]),
+        custom_attrs={"data-open": rx.cond(open_, "true", "false")},
+    )
+
+
 def _toolbar() -> rx.Component:
     editing = EditorState.can_edit & (EditorState.viewing_version == "")
     running = EditorState.watching
     return rx.hstack(
+        _fold_button(EditorState.palette_open, EditorState.toggle_palette, ("panel-left-close", "panel-left-open"),
+                     ("Hide the palette", "Show the palette"), "toggle-palette"),
         rx.heading(EditorState.workflow_name, size="4", id="workflow-name", min_width="0",
                    style={"overflow_wrap": "anywhere"}),
         _save_badge(),
@@ -66,7 +79,9 @@ def _toolbar() -> rx.Component:
                 on_drop=EditorState.import_graph(rx.upload_files(upload_id=IMPORT_UPLOAD)),
             ),
         ),
-        width="100%", align="center", spacing="2", wrap="wrap",
+        _fold_button(EditorState.side_open, EditorState.toggle_side_panel, ("panel-right-close", "panel-right-open"),
+                     ("Hide the side panel", "Show the side panel"), "toggle-side-panel"),
+        width="100%", align="center", spacing="2", wrap="wrap", id="editor-toolbar",
     )
 
 
@@ -124,7 +139,8 @@ def _side_panel() -> rx.Component:
         ),
         editor_file_dialogs(EditorState),
         value=EditorState.panel_tab, on_change=EditorState.set_panel_tab,
-        width="26em", flex_shrink="0", height="100%", display="flex", flex_direction="column", id="side-panel",
+        width="26em", flex_shrink="0", height="100%", flex_direction="column", id="side-panel",
+        display=rx.cond(EditorState.side_open, "flex", "none"),
     )
 
 
@@ -143,6 +159,7 @@ def _editor() -> rx.Component:
                     on_nodes_moved=EditorState.nodes_moved, on_connect_nodes=EditorState.connect_nodes,
                     on_delete_elements=EditorState.delete_elements, on_drop_node=EditorState.drop_node,
                     on_selection_changed=EditorState.selection_changed, on_node_opened=EditorState.node_opened,
+                    on_undo=EditorState.undo, on_redo=EditorState.redo, on_time_zone=EditorState.set_time_zone,
                     id="canvas",
                 ),
                 flex="1", min_width="0", height="100%", border=f"1px solid {rx.color('gray', 5)}",

@@ -338,7 +338,7 @@ def test_a_change_the_server_refuses_is_taken_back(page: Page, running_app: Runn
     expect(page.locator("#editor-error")).to_contain_text("Not saved")
     expect(page.locator("#editor-error")).to_contain_text("cron")
     expect(page.locator("#param-cron")).to_have_value("0 7 * * *")  # the refused value is taken back
-    expect(saved(page)).to_have_attribute("data-state", "saved")
+    expect(saved(page)).to_have_attribute("data-state", "refused")  # never "All changes saved" beside it
     headers, instance = api(running_app)
     stored = httpx.get(f"{running_app.api_url}/api/graphicalEditor/{instance}/workflows/{workflow_id}",
                        headers=headers).json()["graph"]
