@@ -53,18 +53,18 @@ def _secret_input(state, field) -> rx.Component:
             ),
             on_submit=state.replace_secret, reset_on_submit=True, width="100%",
         )),
-        rx.cond(state.generated_secret != "", rx.callout(
-            rx.vstack(
-                rx.text("New secret saved in the draft. Copy it now into your sender: it is not shown again. "
-                        "Publish to use it for live calls.", size="1"),
-                rx.hstack(rx.code(state.generated_secret, id="generated-secret", word_break="break-all", size="1"),
-                          copy_button(state.generated_secret, "copy-generated-secret", "Copy the secret"),
-                          align="center", spacing="1"),
-                rx.button("I have stored it", size="1", variant="soft", type="button", id="dismiss-generated-secret",
-                          on_click=state.dismiss_generated_secret),
-                spacing="1",
-            ),
-            icon="key-round", color_scheme="green", size="1", width="100%", id="generated-secret-box",
+        rx.cond(state.generated_secret != "", rx.vstack(
+            rx.hstack(rx.icon("key-round", size=16, color="var(--green-11)", flex_shrink="0"),
+                      rx.text("New secret saved in the draft. Copy it now into your sender: it is not shown again. "
+                              "Publish to use it for live calls.", size="1"),
+                      align="start", spacing="2"),
+            rx.hstack(rx.code(state.generated_secret, id="generated-secret", word_break="break-all", size="1"),
+                      copy_button(state.generated_secret, "copy-generated-secret", "Copy the secret"),
+                      align="center", spacing="1"),
+            rx.button("I have stored it", size="1", variant="soft", type="button", id="dismiss-generated-secret",
+                      on_click=state.dismiss_generated_secret),
+            spacing="2", width="100%", id="generated-secret-box", padding="0.6em", background="var(--green-a3)",
+            border_radius="var(--radius-3)",
         )),
         spacing="1", width="100%",
     )
@@ -87,7 +87,7 @@ def _assignee_picker(state, field) -> rx.Component:
                 rx.cond(state.assignee_users.length() > 0, rx.select.group(
                     rx.select.label("Users"), rx.foreach(state.assignee_users, item))),
                 rx.cond(state.assignee_extra.length() > 0, rx.select.group(
-                    rx.select.label("Stored"), rx.foreach(state.assignee_extra, item))),
+                    rx.select.label("No longer available"), rx.foreach(state.assignee_extra, item))),
             ),
             value=field["value"], on_change=lambda value: state.set_parameter(name, "assignee", value),
             disabled=_readonly(state),
@@ -211,8 +211,8 @@ def _webhook_headers() -> rx.Component:
             ("webhook-signature", 'v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}" keyed by the secret>')]
     return rx.vstack(
         rx.text("Standard Webhooks headers", size="1", weight="bold"),
-        *[rx.hstack(rx.code(name, size="1"), rx.text(what, size="1", color_scheme="gray"), spacing="2", align="start")
-          for name, what in rows],
+        *[rx.hstack(rx.code(name, size="1", white_space="nowrap"), rx.text(what, size="1", color_scheme="gray"),
+                    spacing="2", align="start") for name, what in rows],
         spacing="1", width="100%", id="webhook-headers",
     )
 

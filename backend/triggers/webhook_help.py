@@ -105,18 +105,18 @@ def _serving(version: WorkflowVersion | None, path: str, method: str) -> dict[st
 def _state(workflow: Workflow, path: str, published: WorkflowVersion | None,
            live_node: dict[str, Any] | None) -> tuple[str, str]:
     if not path:
-        return NO_PATH, "Not live: give this webhook a path first."
+        return NO_PATH, "Give this webhook a path first."
     if published is None:
-        return UNPUBLISHED, "Not live: publish the workflow first; calls answer 404 until then."
+        return UNPUBLISHED, "Publish the workflow first: calls answer 404 until then."
     if live_node is None:
-        return NOT_PUBLISHED_HERE, ("Not live: the published version has no webhook on this path and method; "
+        return NOT_PUBLISHED_HERE, ("The published version has no webhook on this path and method: "
                                     "publish the draft to add it (calls answer 404 or 405 until then).")
     if not workflow.active:
-        return INACTIVE, "Not live: the workflow is switched off (inactive); calls answer 410 until it is activated."
+        return INACTIVE, "The workflow is switched off (inactive): calls answer 410 until it is activated."
     if not usable((live_node.get("parameters") or {}).get("secret")):
-        return NO_SECRET, ("Not live: the published webhook has no secret, so every call is refused (401); "
+        return NO_SECRET, ("The published webhook has no secret, so every call is refused (401): "
                            "generate one and publish.")
-    return LIVE, "Live: signed calls start a run of the published version."
+    return LIVE, "Signed calls start a run of the published version."
 
 
 def _differs(node: dict[str, Any], live_node: dict[str, Any] | None) -> bool:
