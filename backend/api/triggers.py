@@ -33,6 +33,18 @@ WorkflowId = Annotated[str, Path(alias="workflowId")]
 HOOK_METHODS = ("POST", "GET", "PUT", "PATCH", "DELETE")
 RAW_BODY = {"requestBody": {"content": {"application/json": {"schema": {}}, "text/plain": {"schema": {}}},
                             "required": False}}
+# What a webhook's refusals mean (backend/api/openapi.py adds the body shape and the other statuses).
+HOOK_ANSWERS: dict[int | str, dict[str, Any]] = {
+    401: {"description": "Missing, malformed, stale or wrong Standard Webhooks signature, or the trigger has no "
+                         "secret."},
+    403: {"description": "The workflow's creator may no longer run it (the run would run as them)."},
+    404: {"description": "Unknown workflow (`workflow <id> not found`), or a workflow that exists named with the "
+                         "reason: no published version, or no webhook on that path in its published version."},
+    405: {"description": "The path is served for other methods only (see Allow)."},
+    410: {"description": "The workflow is published with this webhook but switched off (inactive): switch it on "
+                         "in the editor."},
+    413: {"description": "The body is larger than POWERON_WEBHOOK_MAX_BYTES."},
+}
 
 
 class RunAccepted(CamelModel):
@@ -103,7 +115,7 @@ for _method in HOOK_METHODS:
     router.add_api_route(
         "/hooks/{workflowId}/{path:path}", receive_webhook, methods=[_method], status_code=202,
         response_model=RunAccepted, name=f"webhook_{_method.lower()}", operation_id=f"webhook_{_method.lower()}",
-        openapi_extra={**permission("public")["openapi_extra"], **RAW_BODY},
+        responses=HOOK_ANSWERS, openapi_extra={**permission("public")["openapi_extra"], **RAW_BODY},
     )
 
 

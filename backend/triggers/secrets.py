@@ -7,6 +7,10 @@ again loses nothing. Answers show the clear secret only to callers who may updat
 (they configure the sender with it); everybody else, and every agent tool, gets MASK. The
 secret is never logged (backend/triggers/webhooks.py) and step logs mask keys named like
 secrets (backend/engine/steps.py).
+
+The editor never holds a secret in clear: its graph carries MASK for a stored secret (valid for
+validation: it stands for the stored one), and a secret replaced or generated there enters the
+graph already sealed (`sealed_new_secret`). `generate` makes a new Standard Webhooks secret.
 """
 
 from __future__ import annotations

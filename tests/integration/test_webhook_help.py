@@ -209,6 +209,18 @@ def test_the_log_keeps_the_newest_calls_of_each_workflow(api):
     assert rows[-1].path == f"p{extra + 1}"
 
 
+def test_the_openapi_document_names_every_webhook_answer():
+    from backend.api.app import create_api
+
+    operations = create_api().openapi()["paths"]["/api/hooks/{workflowId}/{path}"]
+    assert set(operations) == {"get", "post", "put", "patch", "delete"}
+    for operation in operations.values():
+        responses = operation["responses"]
+        assert {"202", "401", "403", "404", "405", "410", "413", "422", "429"} <= set(responses)
+        assert "switched off (inactive)" in responses["410"]["description"]
+        assert "no published version" in responses["404"]["description"]
+
+
 # --- the webhook help through the door ---------------------------------------------------------
 
 
