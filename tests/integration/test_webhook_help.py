@@ -195,18 +195,20 @@ def test_the_log_keeps_the_newest_calls_of_each_workflow(api):
     other_id = create_published(api, echo_graph(trigger(secret)))
     body = b"{}"
     assert call(api, other_id, body, sign(secret, body), path="other").status_code == 404
-    extra = 5
-    for n in range(webhooks.WEBHOOK_CALLS_KEPT + extra):
+    kept, every = webhooks.WEBHOOK_CALLS_KEPT, webhooks.PRUNE_EVERY
+    total = every * -(-2 * kept // every)  # a multiple of PRUNE_EVERY (at least 2 × kept): the last call prunes
+    for n in range(total):
         assert call(api, workflow_id, body, sign(secret, body), path=f"p{n}").status_code == 404
+        assert len(logged(workflow_id)) <= kept + every - 1  # pruned in the transaction of every few calls
     rows = logged(workflow_id)
-    assert [r.path for r in rows] == [f"p{n}" for n in reversed(range(extra, webhooks.WEBHOOK_CALLS_KEPT + extra))]
+    assert [r.path for r in rows] == [f"p{n}" for n in reversed(range(total - kept, total))]
     assert [r.path for r in logged(other_id)] == ["other"]  # another workflow's log is its own
     accepted = call(api, workflow_id, body, sign(secret, body))
     assert accepted.status_code == 202
-    rows = logged(workflow_id)
-    assert len(rows) == webhooks.WEBHOOK_CALLS_KEPT
-    assert rows[0].status_code == 202 and rows[0].run_id == accepted.json()["runId"]
-    assert rows[-1].path == f"p{extra + 1}"
+    shown = help_for("admin", workflow_id).calls  # the newest WEBHOOK_CALLS_KEPT, newest first
+    assert len(shown) == kept
+    assert shown[0].status_code == 202 and shown[0].run_id == accepted.json()["runId"]
+    assert [c.path for c in shown[1:]] == [f"p{n}" for n in reversed(range(total - kept + 1, total))]
 
 
 def test_the_openapi_document_names_every_webhook_answer():
