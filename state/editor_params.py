@@ -21,6 +21,7 @@ node's form is derived and provides `_edit_selected`, `selected_node`, `field_er
 
 from __future__ import annotations
 
+import functools
 from typing import Any, TypedDict
 
 import reflex as rx
@@ -30,7 +31,7 @@ from backend.features.graphical_editor.interface import GraphicalEditorInterface
 from backend.triggers import secrets as webhook_secrets
 from backend.triggers.webhook_help import WebhookHelp
 from backend.workflows.assignees import AssigneeChoices
-from backend.workflows.node_types import node_type
+from backend.workflows.node_types import NodeType, node_type
 from state.auth import NotSignedIn
 from state.page import user_message
 from state.param_fields import NO_ASSIGNEE, assignee_value, fields_of
@@ -54,6 +55,13 @@ class WebhookCallRow(TypedDict):
 class PickerOption(TypedDict):
     value: str
     label: str
+
+
+@functools.cache
+def assignee_parameter(known: NodeType) -> str:
+    """The parameter of a node type that its schema marks as an assignee (kind "assignee"), or ""."""
+    fields = fields_of(known.params_model.model_json_schema(), {})
+    return next((f["name"] for f in fields if f["kind"] == "assignee"), "")
 
 
 def call_rows(workflow_id: str, shown: WebhookHelp) -> list[WebhookCallRow]:
@@ -246,12 +254,9 @@ class EditorParamsMixin(rx.State, mixin=True):
     # --- the assignee picker --------------------------------------------------------------------
 
     @staticmethod
-    def _assignee_field(node: dict[str, Any] | None, known: Any) -> str:
+    def _assignee_field(node: dict[str, Any] | None, known: NodeType | None) -> str:
         """The name of the node's assignee parameter (kind from the schema's marker), or ""."""
-        if node is None or known is None:
-            return ""
-        fields = fields_of(known.params_model.model_json_schema(), {})
-        return next((f["name"] for f in fields if f["kind"] == "assignee"), "")
+        return assignee_parameter(known) if node is not None and known is not None else ""
 
     def _show_assignee(self, node: dict[str, Any], field: str) -> None:
         key = f"{self.workflow_id}:{node.get('id')}"

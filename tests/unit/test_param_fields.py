@@ -12,7 +12,7 @@ from backend.triggers.secrets import MASK
 from backend.triggers.webhook_help import CallView, WebhookHelp
 from backend.workflows.assignees import AssigneeChoices, AssigneeUser
 from backend.workflows.node_types import node_type, palette
-from state.editor_params import call_rows, picker_options
+from state.editor_params import assignee_parameter, call_rows, picker_options
 from state.param_fields import NO_ASSIGNEE, SECRET_HINT, fields_of, parse_value
 
 
@@ -53,6 +53,10 @@ def test_the_assignee_is_a_picker_storing_what_the_inbox_matches(type_id):
     assert parse_value("assignee", "user:u1") == ({"user": "u1"}, "")
     assert parse_value("assignee", NO_ASSIGNEE) == (None, "")
     assert parse_value("assignee", "boss")[1] == "choose a role or a user from the list"
+
+
+def test_only_human_steps_have_an_assignee_picker():
+    assert {t.type for t in palette() if assignee_parameter(t)} == {"input.approval", "input.form"}
 
 
 def test_an_assignee_written_as_an_expression_stays_editable_as_written():
