@@ -18,8 +18,8 @@ Rules (the status codes an operation gets):
 - 409: it changes state under a UI/RESOURCE/DATA/sysadmin permission that is not a read
   (lifecycle transitions, names taken, a draft changed meanwhile);
 - 422: it takes a body or parameters (the `errors` list names each field);
-- EXTRA_STATUSES: 401/405/413/429 of public triggers and login, 413 of uploads, 429 of events,
-  and a few single answers named there.
+- EXTRA_STATUSES: 401/403/405/410/413/429 of webhooks (HOOK_ERRORS), 413/429 of public forms,
+  401/429 of login, 413 of uploads, 429 of events, and a few single answers named there.
 
 A path of the API called with a method it does not serve answers 405 with `Allow`, any other
 path under /api 404 (`answer_wrong_methods`), also when the API runs in front of the Reflex app:
@@ -72,6 +72,7 @@ DESCRIPTIONS = {
     404: "Unknown object, or one the caller may not see (the answer is the same).",
     405: "The method is not accepted here.",
     409: "The request clashes with the current state (lifecycle, a name taken, changed meanwhile).",
+    410: "Gone for now: the workflow is published but switched off (inactive); `detail` says so.",
     413: "The body is larger than allowed.",
     422: "Invalid input; `errors` names each field.",
     429: "Too many requests; try again after Retry-After seconds.",
@@ -81,11 +82,15 @@ STATE_CHANGING = ("post", "put", "patch", "delete")
 HOOK = "/api/hooks/{workflowId}/{path}"
 PROBED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 UNGUARDED = "/api/hooks/"  # input_guard.UNGUARDED_PREFIXES
+# Webhook calls: 401 signature, 403 the workflow's creator may no longer run it, 404 unknown workflow
+# or (named) no published version / no webhook on that path, 405 other method, 410 switched off
+# (inactive), 413 body too large, 422 webhook-id or JSON body beyond the limits, 429 overloaded.
+HOOK_ERRORS = (401, 403, 404, 405, 410, 413, 422, 429)
 EXTRA_STATUSES: dict[tuple[str, str], tuple[int, ...]] = {
     ("post", "/api/auth/login"): (401, 429),
     ("get", "/api/auth/oidc/callback"): (404,),  # single sign-on is off
     ("post", "/api/me/tokens"): (409,),  # a token of that name exists
-    **{(method, HOOK): (401, 404, 405, 413, 429) for method in ("get", "post", "put", "patch", "delete")},
+    **{(method, HOOK): HOOK_ERRORS for method in ("get", "post", "put", "patch", "delete")},
     ("post", "/api/forms/{workflowId}"): (413, 429),
     ("post", "/api/events"): (429,),
     ("post", "/api/workspace/{instanceId}/files"): (413,),

@@ -33,6 +33,18 @@ WorkflowId = Annotated[str, Path(alias="workflowId")]
 HOOK_METHODS = ("POST", "GET", "PUT", "PATCH", "DELETE")
 RAW_BODY = {"requestBody": {"content": {"application/json": {"schema": {}}, "text/plain": {"schema": {}}},
                             "required": False}}
+# What a webhook's refusals mean (backend/api/openapi.py adds the body shape and the other statuses).
+HOOK_ANSWERS: dict[int | str, dict[str, Any]] = {
+    401: {"description": "Missing, malformed, stale or wrong Standard Webhooks signature, or the trigger has no "
+                         "secret."},
+    403: {"description": "The workflow's creator may no longer run it (the run would run as them)."},
+    404: {"description": "Unknown workflow (`workflow <id> not found`), or a workflow that exists named with the "
+                         "reason: no published version, or no webhook on that path in its published version."},
+    405: {"description": "The path is served for other methods only (see Allow)."},
+    410: {"description": "The workflow is published with this webhook but switched off (inactive): switch it on "
+                         "in the editor."},
+    413: {"description": "The body is larger than POWERON_WEBHOOK_MAX_BYTES."},
+}
 
 
 class RunAccepted(CamelModel):
@@ -75,9 +87,16 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 async def receive_webhook(workflow_id: WorkflowId, path: str, request: Request) -> RunAccepted:
     """A Standard Webhooks call: 202 {runId} (the same runId again for a repeated webhook-id);
-    404 unknown/inactive/unpublished/no such path, 405 other method, 401 bad signature or
-    timestamp, 413 too large, 429 too many queued runs."""
-    body = await read_body(request, get_settings().webhook_max_bytes)
+    404 unknown workflow, or (with the reason) no published version or no webhook on that path;
+    405 other method; 410 switched off (inactive); 401 bad signature or timestamp; 413 too large;
+    422 a webhook-id or JSON body beyond the limits; 429 too many queued runs. Every answer to a
+    workflow that exists is kept in its call log (the editor's webhook help)."""
+    try:
+        body = await read_body(request, get_settings().webhook_max_bytes)
+    except HTTPException as exc:
+        await run_in_threadpool(webhooks.record_refusal, workflow_id, path, request.method, exc.status_code,
+                                str(exc.detail))
+        raise
     try:
         delivery = await run_in_threadpool(webhooks.receive, workflow_id, path, request.method, body,
                                            dict(request.headers), dict(request.query_params))
@@ -85,6 +104,8 @@ async def receive_webhook(workflow_id: WorkflowId, path: str, request: Request) 
         raise HTTPException(status_code=401, detail=str(exc)) from None
     except webhooks.MethodNotAllowed as exc:
         raise HTTPException(status_code=405, detail=str(exc), headers={"Allow": ", ".join(exc.allowed)}) from None
+    except webhooks.Gone as exc:
+        raise HTTPException(status_code=410, detail=str(exc)) from None
     except launch.Overloaded as exc:
         raise _overloaded(exc) from None
     return RunAccepted(run_id=delivery.run_id)
@@ -94,7 +115,7 @@ for _method in HOOK_METHODS:
     router.add_api_route(
         "/hooks/{workflowId}/{path:path}", receive_webhook, methods=[_method], status_code=202,
         response_model=RunAccepted, name=f"webhook_{_method.lower()}", operation_id=f"webhook_{_method.lower()}",
-        openapi_extra={**permission("public")["openapi_extra"], **RAW_BODY},
+        responses=HOOK_ANSWERS, openapi_extra={**permission("public")["openapi_extra"], **RAW_BODY},
     )
 
 

@@ -1,23 +1,37 @@
 """trigger.webhook: ``POST /api/hooks/{workflowId}/{path}`` signed as Standard Webhooks (DESIGN §6).
 
-Order of checks (each answer says no more than the one before it):
+Order of checks (each answer names what to fix, never the secret):
 
-1. the workflow is active, has a published version and that version has a trigger.webhook with
-   this path, else 404 (unknown, inactive, unpublished and "no such path" look the same);
+1. the workflow exists, else a plain 404 ("workflow <id> not found"); it has a published version,
+   else 404 "… has no published version: publish it in the editor"; that version has a
+   trigger.webhook on this path, else 404 "… has no webhook on path '<path>' in its published
+   version";
 2. the path exists but not for this method: 405 with Allow;
-3. the signature: verified by the `standardwebhooks` package (the reference implementation):
+3. the workflow is switched on (active), else 410 "… is switched off (inactive): switch it on in
+   the editor" — the address is right but takes no calls until then;
+4. the signature: verified by the `standardwebhooks` package (the reference implementation):
    headers webhook-id, webhook-timestamp (±5 minutes) and webhook-signature
    (``v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">``, several space-separated during
    secret rotation, compared with hmac.compare_digest), keyed by the trigger's secret
    ``whsec_<base64>`` decoded. Missing, malformed, stale or wrong → 401 and nothing written.
    A trigger without a secret accepts no call (401): an unsigned webhook never starts a run;
-4. back-pressure (launch.check_capacity) → 429 with Retry-After (a webhook-id received before
+5. back-pressure (launch.check_capacity) → 429 with Retry-After (a webhook-id received before
    still gets its 202 {runId});
-5. the run and the delivery row are written in ONE transaction: a repeated webhook-id fails on
+6. the run and the delivery row are written in ONE transaction: a repeated webhook-id fails on
    the unique constraint (workflow_id, webhook_id) (of two concurrent twins, the second waits for
    the first and then fails), rolls back (its run with it) and answers the first call's runId,
    starting nothing. Otherwise the run is created, everything committed, the run handed
    to the run worker, and the answer is 202 {runId}.
+
+The happy path costs one query to find the trigger (active and published, joined); only a call
+that is refused there asks the database why.
+
+Call log: every call to a workflow that exists gets one `webhook_call` row with its answer
+(status, message, run id), for the editor's webhook help — accepted ones in the transaction that
+commits the run, refused ones (401/403/404/405/410/413/422/429) in a short transaction of their
+own after the refusal. Each workflow keeps its newest WEBHOOK_CALLS_KEPT rows: older ones are
+deleted in the transaction of every PRUNE_EVERY-th call logged for it (so the accepted path pays
+one insert, and the prune only now and then). Calls to unknown workflow ids record nothing.
 
 The run input keeps the call's headers without the sender's credentials (`is_credential_header`:
 Authorization, Cookie, API keys, tokens, signatures … are dropped, not masked). The secret is never
@@ -32,6 +46,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
@@ -39,8 +54,9 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from backend import json_limits
 from backend.db import session_scope
 from backend.db.engine import write_gate
-from backend.db.models import WebhookDelivery
+from backend.db.models import WebhookCall, WebhookDelivery, Workflow, WorkflowVersion
 from backend.errors import FieldError, Forbidden, InvalidInput, NotFound
+from backend.statemachines import workflow_version as version_lifecycle
 from backend.triggers import launch
 from backend.triggers.secrets import secret_of
 
@@ -58,10 +74,24 @@ CREDENTIAL_WORDS = frozenset({
 })
 CREDENTIAL_SUFFIXES = ("apikey", "password", "secret", "signature", "token")
 WEBHOOK_ID_MAX = 200  # WebhookDelivery.webhook_id
+WEBHOOK_CALLS_KEPT = 20  # newest webhook_call rows kept per workflow
+# The prune runs with every PRUNE_EVERY-th call a process logs for a workflow (an insert is ~0.4 ms,
+# the prune ~0.6 ms more on SQLite, both inside the write gate): a workflow holds at most
+# WEBHOOK_CALLS_KEPT + PRUNE_EVERY - 1 rows per process logging its calls; readers take the newest.
+PRUNE_EVERY = 8
+_calls_added: dict[str, int] = {}
+PATH_MAX, METHOD_MAX, MESSAGE_MAX = 200, 8, 500  # WebhookCall columns
+SHOWN_PATH_MAX = 100  # of a caller's path repeated in a message
+ACCEPTED = "accepted: run started"
+REPEATED = "repeated webhook-id: answered with the run it started before"
 
 
 class Unauthorized(Exception):
     """The call is not signed correctly for this trigger (401)."""
+
+
+class Gone(Exception):
+    """The workflow serves this webhook but is switched off (inactive): 410."""
 
 
 class MethodNotAllowed(Exception):
@@ -80,24 +110,56 @@ class Delivery:
     repeated: bool
 
 
-def _clean_path(path: Any) -> str:
+def clean_path(path: Any) -> str:
     return str(path or "").strip().strip("/")
 
 
-def _method(node: dict[str, Any]) -> str:
+def method_of(node: dict[str, Any]) -> str:
     return str((node.get("parameters") or {}).get("method") or "POST").upper()
 
 
 def find_trigger(session: Session, workflow_id: str, path: str, method: str) -> launch.Target:
-    """The trigger.webhook node of the published version serving `method` on `path`."""
-    workflow, version, nodes = launch.published_triggers(session, workflow_id, NODE_TYPE)
-    on_path = [n for n in nodes if _clean_path((n.get("parameters") or {}).get("path")) == _clean_path(path)]
+    """The trigger.webhook node of the published version serving `method` on `path`.
+
+    Raises:
+        NotFound: unknown workflow (plain), or the reason: no published version, no webhook on `path`.
+        MethodNotAllowed: `path` is served for other methods only.
+        Gone: all is in place but the workflow is switched off.
+    """
+    try:
+        workflow, version, nodes = launch.published_triggers(session, workflow_id, NODE_TYPE)
+    except NotFound:
+        raise _why_not_served(session, workflow_id, path, method) from None
+    return launch.Target(workflow, version, serving_node(nodes, workflow_id, path, method))
+
+
+def serving_node(nodes: list[dict[str, Any]], workflow_id: str, path: str, method: str) -> dict[str, Any]:
+    """The first of `nodes` serving `method` on `path` (NotFound or MethodNotAllowed saying why not)."""
+    on_path = [n for n in nodes if clean_path((n.get("parameters") or {}).get("path")) == clean_path(path)]
     if not on_path:
-        raise NotFound(f"workflow {workflow_id} not found")
-    matching = [n for n in on_path if _method(n) == method.upper()]
+        shown = clean_path(path)[:SHOWN_PATH_MAX]
+        raise NotFound(f"workflow {workflow_id} has no webhook on path '{shown}' in its published version")
+    matching = [n for n in on_path if method_of(n) == method.upper()]
     if not matching:
-        raise MethodNotAllowed(sorted({_method(n) for n in on_path}))
-    return launch.Target(workflow, version, matching[0])
+        raise MethodNotAllowed(sorted({method_of(n) for n in on_path}))
+    return matching[0]
+
+
+def _why_not_served(session: Session, workflow_id: str, path: str, method: str) -> Exception:
+    """Why no active published version serves the call: the error to answer with (see the module doc)."""
+    workflow = session.get(Workflow, workflow_id) if workflow_id else None
+    if workflow is None:
+        return NotFound(f"workflow {workflow_id} not found")
+    version = session.exec(select(WorkflowVersion).where(WorkflowVersion.workflow_id == workflow.id,
+                                                         WorkflowVersion.status == version_lifecycle.PUBLISHED)
+                           ).first()
+    if version is None:
+        return NotFound(f"workflow {workflow_id} has no published version: publish it in the editor")
+    try:
+        serving_node(launch.trigger_nodes(version, NODE_TYPE), workflow_id, path, method)
+    except (NotFound, MethodNotAllowed) as exc:
+        return exc
+    return Gone(f"workflow {workflow_id} is switched off (inactive): switch it on in the editor")
 
 
 def verify(target: launch.Target, body: bytes, headers: Mapping[str, str]) -> str:
@@ -190,9 +252,69 @@ def _delivered(session: Session, workflow_id: str, webhook_id: str) -> WebhookDe
                                                       WebhookDelivery.webhook_id == webhook_id)).first()
 
 
+# --- the call log ------------------------------------------------------------------------------
+
+
+def _add_call(session: Session, workflow_id: str, path: str, method: str, status: int, message: str,
+              run_id: str | None = None) -> None:
+    """Add one webhook_call row; every PRUNE_EVERY-th row this process adds for the workflow also
+    drops the workflow's rows beyond the newest WEBHOOK_CALLS_KEPT (in the same transaction)."""
+    session.add(WebhookCall(workflow_id=workflow_id, path=clean_path(path)[:PATH_MAX],
+                            method=method.upper()[:METHOD_MAX], status_code=status, message=message[:MESSAGE_MAX],
+                            run_id=run_id))
+    added = _calls_added.get(workflow_id, 0) + 1  # a lost increment of two threads only delays a prune
+    _calls_added[workflow_id] = added
+    if added % PRUNE_EVERY == 0:
+        session.flush()
+        newest = (select(WebhookCall.id).where(WebhookCall.workflow_id == workflow_id)
+                  .order_by(WebhookCall.received_at.desc(), WebhookCall.id.desc()).limit(WEBHOOK_CALLS_KEPT))
+        session.execute(delete(WebhookCall).where(WebhookCall.workflow_id == workflow_id,
+                                                  WebhookCall.id.not_in(newest))
+                        .execution_options(synchronize_session=False))
+
+
+def record_refusal(workflow_id: str, path: str, method: str, status: int, message: str) -> None:
+    """Log a refused call of a workflow that exists (its own short transaction; nothing for unknown ids).
+
+    A failure to record is logged and never changes the answer the caller gets.
+    """
+    try:
+        with write_gate(), session_scope() as session:
+            if workflow_id and session.get(Workflow, workflow_id) is not None:
+                _add_call(session, workflow_id, path, method, status, message)
+    except Exception:  # noqa: BLE001 - e.g. the workflow was deleted meanwhile
+        log.warning("could not record a refused webhook call of workflow %s", workflow_id, exc_info=True)
+
+
+def refusal_status(exc: Exception) -> int | None:
+    """The HTTP status a webhook call gets for `exc` (None: not a refusal of this module's kinds)."""
+    kinds: tuple[tuple[type[Exception], int], ...] = (
+        (Unauthorized, 401), (Forbidden, 403), (NotFound, 404), (MethodNotAllowed, 405), (Gone, 410),
+        (InvalidInput, 422), (launch.Overloaded, 429))
+    return next((status for kind, status in kinds if isinstance(exc, kind)), None)
+
+
+# --- receiving ---------------------------------------------------------------------------------
+
+
 def receive(workflow_id: str, path: str, method: str, body: bytes, headers: Mapping[str, str],
             query: Mapping[str, str]) -> Delivery:
-    """Handle one webhook call (see the module doc); the run is committed and submitted."""
+    """Handle one webhook call (see the module doc); the run is committed and submitted.
+
+    Every answer to a workflow that exists is logged (`webhook_call`): a refusal after it was
+    rolled back, an acceptance with the run.
+    """
+    try:
+        return _receive(workflow_id, path, method, body, headers, query)
+    except Exception as exc:
+        status = refusal_status(exc)
+        if status is not None:
+            record_refusal(workflow_id, path, method, status, str(exc))
+        raise
+
+
+def _receive(workflow_id: str, path: str, method: str, body: bytes, headers: Mapping[str, str],
+             query: Mapping[str, str]) -> Delivery:
     headers = {k.lower(): v for k, v in headers.items()}
     with launch.accepting, session_scope() as session:
         target = find_trigger(session, workflow_id, path, method)
@@ -203,6 +325,9 @@ def receive(workflow_id: str, path: str, method: str, body: bytes, headers: Mapp
             seen = _delivered(session, target.workflow.id, webhook_id)  # a repeat still gets its answer
             if seen is None:
                 raise
+            with write_gate():
+                _add_call(session, target.workflow.id, path, method, 202, REPEATED, seen.run_id)
+                session.commit()
             return Delivery(seen.run_id, repeated=True)
         with write_gate():
             try:
@@ -210,6 +335,7 @@ def receive(workflow_id: str, path: str, method: str, body: bytes, headers: Mapp
                 # The unique key (workflow_id, webhook_id) finds a repeated id: the insert fails for a
                 # repeat, and of two concurrent twins the second waits for the first and then fails.
                 session.add(WebhookDelivery(workflow_id=target.workflow.id, webhook_id=webhook_id, run_id=run.id))
+                _add_call(session, target.workflow.id, path, method, 202, ACCEPTED, run.id)
                 session.commit()
             except (IntegrityError, Forbidden):
                 # A repeat is answered as before, also when its creator may no longer start runs.
@@ -217,6 +343,8 @@ def receive(workflow_id: str, path: str, method: str, body: bytes, headers: Mapp
                 seen = _delivered(session, target.workflow.id, webhook_id)
                 if seen is None:
                     raise
+                _add_call(session, target.workflow.id, path, method, 202, REPEATED, seen.run_id)
+                session.commit()
                 return Delivery(seen.run_id, repeated=True)
     launch.submit([run.id])
     return Delivery(run.id, repeated=False)

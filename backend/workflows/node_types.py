@@ -70,14 +70,16 @@ class WebhookParams(_Params):
     path: str = Field(..., min_length=1)
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     secret: str | None = Field(None, description="whsec_<base64> Standard Webhooks secret; without one the "
-                                                 "webhook accepts no call")
+                                                 "webhook accepts no call",
+                               json_schema_extra={"format": "password", "writeOnly": True})
 
     @field_validator("secret")
     @classmethod
     def _usable_secret(cls, value: str | None) -> str | None:
         # Read when a call arrives, before any run exists: written out, a key Standard Webhooks can
-        # use. The value is never repeated in the message.
-        if value is not None:
+        # use. The value is never repeated in the message. The mask stands for the stored secret
+        # (checked when it was stored; backend/triggers/secrets.py).
+        if value is not None and value != "********":
             from standardwebhooks.webhooks import Webhook
 
             from backend.crypto import unseal  # stored graphs hold the secret sealed
@@ -142,9 +144,9 @@ class StopParams(_Params):
 
 
 class Assignee(BaseModel):
-    """Who may complete a human task: a user id or a role label (DESIGN §4, input.*)."""
+    """Who may complete the task: one user, or everyone holding a role (none: anyone who may update tasks)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"x-picker": "assignee"})
 
     user: str | None = None
     role: str | None = None

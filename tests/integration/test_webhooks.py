@@ -149,17 +149,24 @@ def test_key_rotation_accepts_any_of_several_signatures(api, secret):
 
 
 @SQLITE
-def test_unknown_inactive_unpublished_and_wrong_path_answer_404_alike(api, secret):
+def test_unknown_inactive_unpublished_and_wrong_path_answers_say_why(api, secret):
+    """Issue 16: a known workflow's refusal names the reason; an unknown id stays a plain 404
+    (tests/integration/test_webhook_help.py covers the answers and the call log in depth)."""
     body = b"{}"
+    unknown = uuid.uuid4().hex
     inactive = create_published(api, echo_graph(webhook_trigger(secret)), active=False)
     unpublished = create_published(api, echo_graph(webhook_trigger(secret)), publish=False)
     active = create_published(api, echo_graph(webhook_trigger(secret)))
-    answers = [hook(api, uuid.uuid4().hex, body, sign(secret, body)),
+    answers = [hook(api, unknown, body, sign(secret, body)),
                hook(api, inactive, body, sign(secret, body)),
                hook(api, unpublished, body, sign(secret, body)),
                hook(api, active, body, sign(secret, body), path="other/path")]
-    assert [a.status_code for a in answers] == [404] * 4
-    assert len({a.json()["detail"].split(" ", 2)[2] for a in answers}) == 1  # "workflow <id> not found"
+    assert [a.status_code for a in answers] == [404, 410, 404, 404]
+    details = [a.json()["detail"] for a in answers]
+    assert details[0] == f"workflow {unknown} not found"
+    assert "switched off (inactive)" in details[1]
+    assert "no published version" in details[2]
+    assert "no webhook on path 'other/path'" in details[3]
     manual = create_published(api, {"nodes": [{"id": "start", "type": "trigger.manual", "parameters": {}}],
                                      "edges": []})
     assert hook(api, manual, body, sign(secret, body)).status_code == 404

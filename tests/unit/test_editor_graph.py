@@ -66,7 +66,7 @@ def test_the_form_follows_the_schema():
     assert rows["timeoutSeconds"]["kind"] == "number" and rows["timeoutSeconds"]["title"] == "Timeout seconds"
     assert rows["onTimeout"]["kind"] == "select" and rows["onTimeout"]["options"] == ["cancel", "default"]
     assert rows["onTimeout"]["value"] == "cancel"  # the default is shown
-    assert rows["assignee"]["kind"] == "json"
+    assert rows["assignee"]["kind"] == "assignee"  # a picker of roles and users (issue 16)
     prompt = {r["name"]: r for r in fields_of(_schema("ai.prompt"), {})}
     assert prompt["prompt"]["kind"] == "textarea"
 

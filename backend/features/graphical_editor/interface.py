@@ -50,6 +50,8 @@ from backend.workflows.validation import validate_graph
 
 if TYPE_CHECKING:
     from backend.agent.service import AgentChats, AgentRequest, ChatHistory
+    from backend.triggers.webhook_help import WebhookHelp
+    from backend.workflows.assignees import AssigneeChoices
 
 __all__ = ["FEATURE_CODE", "EditorRights", "GraphicalEditorInterface", "PageRights", "VersionView",
            "WorkflowSummary", "WorkflowView", "editor_instances", "get_interface", "interface_of_workflow",
@@ -337,6 +339,53 @@ class GraphicalEditorInterface(Door):
         else:
             version = getattr(service, action)(self.session, self.user, workflow)
         return self._version_view(workflow, version)
+
+    # --- parameter panel ------------------------------------------------------------------------
+    # (their modules are imported where used, keeping this section apart from the shared import block)
+
+    def _stored_node(self, workflow: Workflow, node_id: str) -> dict[str, Any]:
+        """The node as the graph being edited stores it (draft, else published; secrets sealed)."""
+        version = service.edited_version(self.session, workflow)
+        nodes = (version.graph or {}).get("nodes", []) if version is not None else []
+        node = next((n for n in nodes if isinstance(n, dict) and n.get("id") == node_id), None)
+        if node is None:
+            raise NotFound(f"node {node_id} not found in workflow {workflow.id}")
+        return node
+
+    def _readable_runs(self, run_ids: set[str]) -> set[str]:
+        """Those of `run_ids` that are this instance's runs the caller may read."""
+        if not run_ids or not self.may_call(type(self).get_run):
+            return set()
+        query = select(WorkflowRun.id).where(WorkflowRun.id.in_(sorted(run_ids)),
+                                             WorkflowRun.feature_instance_id == self.instance.id)
+        return set(self.session.exec(self.visible(query, WorkflowRun, RUN_DATA)).all())
+
+    @guarded(DATA, WORKFLOW_DATA, "read")
+    def webhook_help(self, workflow: Workflow, node_id: str) -> WebhookHelp:
+        """The editor's help for trigger.webhook `node_id`: its address, whether calls are accepted
+        now and why not, a curl example — signed with the real secret (valid 5 minutes) only for those
+        who may change the workflow — and the workflow's last calls, linked to the runs the caller
+        may read. NotFound for a node that is not a stored webhook of the workflow."""
+        from dataclasses import replace
+
+        from backend.triggers import webhook_help
+
+        node = self._stored_node(workflow, node_id)
+        if node.get("type") != webhook_secrets.WEBHOOK:
+            raise NotFound(f"node {node_id} is no webhook trigger")
+        shown = webhook_help.webhook_help(self.session, workflow, node,
+                                          reveal=self.may("update", WORKFLOW_DATA, workflow))
+        readable = self._readable_runs({c.run_id for c in shown.calls if c.run_id})
+        return replace(shown, calls=[replace(c, run_id=c.run_id if c.run_id in readable else None)
+                                     for c in shown.calls])
+
+    @guarded(DATA, WORKFLOW_DATA, "update")
+    def assignee_options(self) -> AssigneeChoices:
+        """Whom a human task of this instance can be assigned to (for people editing workflows): the
+        mandate's and this instance's roles and the mandate's enabled members, nothing of other mandates."""
+        from backend.workflows.assignees import assignee_choices
+
+        return assignee_choices(self.session, self.instance)
 
     # --- runs -----------------------------------------------------------------------------------
 
