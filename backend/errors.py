@@ -34,7 +34,10 @@ class FieldError:
         return {"nodeId": self.node_id, "field": self.field, "message": self.message}
 
     def __str__(self) -> str:
-        where = f"node '{self.node_id}', " if self.node_id else ""
+        # A message that names its node already ("node 'x' (flow.ifElse) has no handle 'y'") is not
+        # prefixed with it again.
+        named = self.node_id and f"node '{self.node_id}'" not in self.message
+        where = f"node '{self.node_id}', " if named else ""
         return f"{where}{self.field}: {self.message}"
 
 

@@ -251,6 +251,14 @@ def continue_run(session: Session, run: WorkflowRun) -> WorkflowRun:
     return run
 
 
+def _without_node(message: str, node_id: str) -> str:
+    """A step's error without its leading "node 'x', " / "node 'x': ": the run's error names the node once."""
+    for prefix in (f"node '{node_id}', ", f"node '{node_id}': "):
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message
+
+
 class RunEngine:
     """Drives one run from its persisted context to its next resting state."""
 
@@ -556,7 +564,7 @@ class RunEngine:
             self.outputs[node_id] = {"error": message}
             self.frontier.done(node_id, [ERROR_HANDLE])
         else:
-            self.fail(f"node '{node_id}' failed: {message}")
+            self.fail(f"node '{node_id}' failed: {_without_node(message, node_id)}")
 
     def next_iteration(self, loop_id: str) -> None:
         """A loop body returned: keep its result, then run the next item or leave by `done`."""

@@ -1,6 +1,6 @@
 """A workflow's test input (issue 16): kept with the workflow, started from a template's sample
 input, set and cleared over REST; runs of a draft are test runs; a workflow that received webhook
-calls can be deleted."""
+calls can be deleted; a failed run's error names its node once."""
 
 from __future__ import annotations
 
@@ -72,3 +72,16 @@ def test_a_workflow_that_received_webhook_calls_can_be_deleted(api):
     deleted = api.client.delete(f"{api.base()}/workflows/{workflow_id}", headers=api.auth)
     assert deleted.status_code == 204, deleted.text
     assert api.client.get(f"{api.base()}/workflows/{workflow_id}", headers=api.auth).status_code == 404
+
+
+def test_a_failed_run_names_its_node_once(api):
+    graph = {"nodes": [{"id": "start", "type": "trigger.manual"},
+                       {"id": "gate", "type": "flow.ifElse", "parameters": {"condition": "{{ 1 / 0 }}"}}],
+             "edges": [{"source": "start", "target": "gate"}]}
+    workflow_id = api.client.post(f"{api.base()}/workflows", json={"name": f"t-{uuid.uuid4().hex[:6]}",
+                                                                    "graph": graph}, headers=api.auth).json()["id"]
+    run = api.client.post(f"{api.base()}/workflows/{workflow_id}/runs", json={}, headers=api.auth).json()
+    run = wait_for_run(api, run["id"])
+    assert run["status"] == "failed"
+    assert run["error"].startswith("node 'gate' failed: parameter 'condition'"), run["error"]
+    assert run["error"].count("'gate'") == 1
