@@ -111,10 +111,11 @@ def trace_panel(state) -> rx.Component:
         rx.cond(state.run_error != "", rx.callout(state.run_error, icon="circle-x", color_scheme="red",
                                                   size="1", id="run-error", width="100%")),
         rx.hstack(
-            rx.cond((state.run_status == "failed") & state.can_execute,
+            # A run that failed as it started (e.g. a missing AI provider) has no failed node to retry or ask about.
+            rx.cond((state.run_status == "failed") & (state.failed_node != "") & state.can_execute,
                     rx.button(rx.icon("rotate-ccw", size=14), "Retry from failed node", size="1",
                               on_click=state.retry_failed, id="retry-failed")),
-            rx.cond((state.run_status == "failed") & state.ai_help_offered,
+            rx.cond((state.run_status == "failed") & (state.failed_node != "") & state.ai_help_offered,
                     rx.button(rx.icon("sparkles", size=14), "Ask AI about this error", size="1", variant="soft",
                               on_click=state.ask_ai_about_error, id="ask-ai-error")),
             rx.cond((state.run_status == "paused") & (state.run_pause_reason != "step"),
@@ -128,7 +129,9 @@ def trace_panel(state) -> rx.Component:
             state.trace.length() > 0,
             rx.vstack(rx.foreach(state.trace, lambda row: _trace_row(state, row)), spacing="0", width="100%",
                       id="trace"),
-            rx.text("No run yet: press Test run or Step by step.", size="2", color_scheme="gray", id="trace-empty"),
+            rx.text(rx.cond(state.run_id != "", "No node ran in this run.",
+                            "No run yet: press Test run or Step by step."),
+                    size="2", color_scheme="gray", id="trace-empty"),
         ),
         spacing="2", width="100%",
     )

@@ -128,7 +128,10 @@ def node_statuses(run: WorkflowRun, steps: list[Any], node_ids: list[str]) -> di
     statuses: dict[str, str] = {node_id: "completed" for node_id in reused}
     for step in steps:  # in order: the last attempt wins
         statuses[step.node_id] = NODE_STATUS.get(step.status, step.status)
-    resting = "pending" if run.status in ("running", "paused") else "skipped"
+    if run.status in ("running", "paused"):
+        resting = "pending"
+    else:  # a run that ended before any node ran (it failed as it started) skipped nothing: no colour
+        resting = "skipped" if statuses else ""
     return {node_id: statuses.get(node_id, resting) for node_id in node_ids}
 
 

@@ -174,6 +174,10 @@ def test_a_template_missing_something_fails_its_test_run_at_once_saying_what(pag
     page.locator("#test-run").click()
     expect(page.locator("#run-summary")).to_contain_text("failed")
     expect(page.locator("#run-error")).to_contain_text(message)
+    # Nothing ran: no node to retry from or ask about, no node coloured as skipped.
+    expect(page.locator("#trace-empty")).to_have_text("No node ran in this run.")
+    expect(page.locator("#retry-failed")).to_have_count(0)
+    expect(page.locator('.poweron-node[data-status="skipped"]')).to_have_count(0)
     headers, instance = api(running_app)
     base = f"{running_app.api_url}/api/graphicalEditor/{instance}"
     runs = httpx.get(f"{base}/runs", params={"workflowId": workflow_id}, headers=headers).json()
