@@ -118,7 +118,10 @@ class WorkflowsState(InstanceChoiceMixin, RenameMixin, PageMixin, AuthState):
         """Create a workflow with `create(iface) -> Workflow` and open it in the editor."""
         created: list[str] = []
         result = self._run(lambda iface: created.append(create(iface).id), success=success)
-        return rx.redirect(f"/editor/{created[0]}") if created else result
+        if not created:
+            return result
+        self.notice = ""  # the editor opens; back on this page the list shows the new workflow
+        return rx.redirect(f"/editor/{created[0]}")
 
     @rx.event
     @requires_door(Door.list_templates)
