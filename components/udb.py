@@ -15,7 +15,7 @@ from collections.abc import Callable
 import reflex as rx
 from reflex.vars import ArrayVar, ObjectVar
 
-from state.workspace_files import FileRow, FolderRow, HitRow
+from state.workspace_files import FileRow, FolderRow, HitRow, SnippetSegment
 
 UPLOAD_ID = "udb-upload"
 SOURCES_EMPTY = ("No connections yet — connectors (Outlook, SharePoint, ClickUp, Jira) come with the connector "
@@ -84,13 +84,23 @@ def _file_row(state, file: FileRow, attach: bool, row_extra: RowExtra) -> rx.Com
     )
 
 
+def _snippet_segment(segment: SnippetSegment) -> rx.Component:
+    """A piece of a snippet as plain text (whatever markup the file holds); a match highlighted."""
+    return rx.cond(
+        segment["match"],
+        rx.el.mark(segment["text"], class_name="hit-match", font_weight="bold", color="inherit",
+                   background_color=rx.color("amber", 4), border_radius="2px"),
+        rx.text.span(segment["text"]),
+    )
+
+
 def _hit_row(state, hit: HitRow, attach: bool, row_extra: RowExtra) -> rx.Component:
     return rx.hstack(
         rx.box(
             rx.text(hit["path"], size="2", class_name="hit-path", word_break="break-all"),
-            # The store marks matches between ** (backend/files/service.py SNIPPET_MARK): shown bold.
-            rx.markdown(hit["snippet"], class_name="hit-snippet",
-                        component_map={"p": lambda text: rx.text(text, size="1", color_scheme="gray")}),
+            # Segments from the file store (backend/files/service.py SearchHit.segments): never markup.
+            rx.text(rx.foreach(hit["segments"], _snippet_segment), size="1", color_scheme="gray",
+                    class_name="hit-snippet", word_break="break-word"),
             on_click=state.preview_file(hit["path"]), cursor="pointer", flex="1", min_width="0",
         ),
         *_extras(state, hit["path"], attach, row_extra),
