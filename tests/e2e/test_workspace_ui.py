@@ -150,9 +150,12 @@ def sign_in_as_workspace_viewer(page: Page, running_app: RunningApp, display_nam
 
 def test_a_viewer_without_use_agent_reads_but_cannot_send(page: Page, running_app: RunningApp):
     sign_in_as_workspace_viewer(page, running_app, "Vera Viewer")
+    # no field or button they may not use, and the page says why (issue 16)
     expect(page.locator("#chat-disabled-reason")).to_contain_text("useAgent")
-    expect(page.locator("#chat-input")).to_be_disabled()
-    expect(page.locator("#chat-send")).to_be_disabled()
+    expect(page.locator("#chat-input")).to_have_count(0)
+    expect(page.locator("#chat-send")).to_have_count(0)
+    expect(page.locator("#chat-new")).to_have_count(0)
+    expect(page.locator("#chat-empty")).to_have_text("Open a chat on the left to read it.")
 
 
 def test_an_error_is_shown_in_place_and_retry_sends_the_prompt_again(page: Page, running_app: RunningApp):
