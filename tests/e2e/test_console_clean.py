@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import re
+import uuid
 from dataclasses import dataclass, field
 
 from playwright.sync_api import Page, expect
@@ -90,7 +91,7 @@ def app_routes() -> list[str]:
 def page_paths(running_app: RunningApp) -> list[str]:
     """The app's routes as paths to open: a real workflow for each dynamic part."""
     editor_workflow, _name = new_workflow(running_app, "Console walk")
-    form_workflow = publish_a_form(running_app, "Console walk form", "A form for the page walk.")
+    form_workflow = publish_a_form(running_app, f"Page walk form {uuid.uuid4().hex[:6]}", "A form for the page walk.")
     values = {"/editor/[workflow_id]": editor_workflow, "/forms/[workflow_id]": form_workflow}
     paths = []
     for route in app_routes():
@@ -132,3 +133,25 @@ def test_every_page_has_a_clean_console(page: Page, running_app: RunningApp):
     assert console.messages and visited, "no console message at all: is the listener attached?"
     problems = console.problems()
     assert not problems, "console errors or warnings:\n" + "\n".join(problems)
+
+
+def test_the_check_names_errors_warnings_and_react_warnings_only(page: Page):
+    """The checker itself: errors, warnings, page errors and React warnings logged at any level are
+    problems; ordinary logs and the narrowly matched known messages are not."""
+    console = Console()
+    console.watch(page)
+    console.path = "/editor/abc"
+    with page.expect_event("pageerror"):
+        page.set_content("""<script>
+            console.log('Disconnect websocket on page navigation');
+            console.log('Hey developer. Check out https://reactrouter.com/start/framework/route-module#hydratefallback');
+            console.error('Boom');
+            console.warn('Careful');
+            console.log('Warning: Each child in a list should have a unique "key" prop.');
+            console.warn('React Flow: It seems like you are hiding the attribution. Please only do this …');
+            setTimeout(() => { throw new Error('uncaught'); });
+        </script>""")
+    problems = console.problems()
+    assert problems == ["/editor/abc [error] Boom", "/editor/abc [warning] Careful",
+                        '/editor/abc [log] Warning: Each child in a list should have a unique "key" prop.',
+                        "/editor/abc [pageerror] uncaught"], problems

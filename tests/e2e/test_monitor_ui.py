@@ -111,7 +111,7 @@ def check_the_monitor(page: Page, workflow_id: str, name: str, failed_id: str, w
     expect(page.locator("#live-runs .live-run")).to_have_count(0)  # the approval is another workflow's
 
     failure.locator(".open-trace").click()
-    expect(page).to_have_url(re.compile(rf"/editor/{workflow_id}\?run={failed_id}$"))
+    expect(page).to_have_url(re.compile(rf"/editor/{workflow_id}\?run={failed_id}$"), timeout=90_000)
     expect(page.locator(".trace-row", has_text="python").first).to_be_visible(timeout=90_000)  # first visit compiles
     expect(node(page, "python")).to_have_attribute("data-status", "failed")
     expect(page.locator("#run-error")).to_contain_text("boom on purpose")
@@ -129,7 +129,7 @@ def test_a_history_row_opens_its_trace_and_the_range_shows_an_honest_empty_state
     expect(row).to_have_count(1, timeout=90_000)
     expect(page.locator("#history-first")).to_be_disabled()
     row.locator(".history-trace").click()
-    expect(page).to_have_url(re.compile(rf"/editor/{workflow_id}\?run={done['id']}$"))
+    expect(page).to_have_url(re.compile(rf"/editor/{workflow_id}\?run={done['id']}$"), timeout=90_000)
     expect(page.locator(".trace-row", has_text="python").first).to_be_visible(timeout=90_000)
     expect(node(page, "python")).to_have_attribute("data-status", "completed")
 

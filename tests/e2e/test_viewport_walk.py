@@ -122,3 +122,30 @@ def test_every_primary_button_is_within_the_window_and_clickable(page: Page, run
     for button in ("#logout-button", "#test-run", "#create-token", "#monitor-kind"):  # a few it must have seen
         assert any(button in label for label in checked), f"{button} was not among the buttons checked"
     assert not problems, "clipped or covered buttons:\n" + "\n".join(problems)
+
+
+def test_the_walk_finds_clipped_covered_and_too_wide(page: Page):
+    """The checker itself: on a page with a button beyond the right edge, one under an overlay and
+    a fitting one, it names the first two and the page's width, and passes the third."""
+    page.set_viewport_size(SIZES[0])
+    page.set_content("""
+        <body style="margin:0">
+          <button id="fits">Fits</button>
+          <div style="width:1600px"><button id="clipped" style="margin-left:1500px">Clipped</button></div>
+          <div style="position:relative; width:10em">
+            <button id="covered">Covered</button>
+            <div style="position:absolute; inset:0; background:#fff8"></div>
+          </div>
+          <button id="closed" style="display:none">In a closed menu</button>
+          <table><tbody><tr><td><button>Row 1</button></td></tr><tr><td><button>Row 2</button></td></tr>
+            <tr><td><button>Row 3</button></td></tr><tr><td><button id="row4">Row 4</button></td></tr></tbody></table>
+        </body>""")
+    checked: list[str] = []
+    problems = page_problems(page, "/test", checked)
+    assert any("wider than the window" in p for p in problems)
+    assert any("'#clipped Clipped' is not within the window" in p for p in problems)
+    assert any("'#covered Covered' is not clickable" in p for p in problems)
+    assert not any("#fits" in p for p in problems) and any("#fits" in label for label in checked)
+    assert len(problems) == 3, problems
+    assert not any("closed" in label or "row4" in label for label in checked)
+    assert any("Row 3" in label for label in checked)
