@@ -130,7 +130,8 @@ def test_every_page_has_a_clean_console(page: Page, running_app: RunningApp):
     walk(page, console, paths)  # signed in as the administrator
 
     console.path = "canary"
-    page.evaluate("() => console.info('page walk canary')")  # the listener hears the pages
+    with page.expect_console_message(lambda message: message.text == "page walk canary"):
+        page.evaluate("() => console.info('page walk canary')")  # the listener hears the pages
     assert ("canary", "info", "page walk canary") in console.messages
     problems = console.problems()
     assert not problems, "console errors or warnings:\n" + "\n".join(problems)
