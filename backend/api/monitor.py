@@ -33,9 +33,8 @@ InstanceId = Annotated[str | None, Query(alias="instanceId", description="only t
 WorkflowId = Annotated[str | None, Query(alias="workflowId", description="only this workflow")]
 Status = Annotated[Literal[service.STATUSES] | None, Query(description=f"one of {', '.join(service.STATUSES)}")]
 Kind = Annotated[Literal[service.KINDS], Query(
-    description="which runs every figure counts: `production` (the default: runs of published versions), `test` "
-                "(runs of a draft — the editor's Test run, step mode, REST runs of the draft — and their retries) "
-                "or `all`")]
+    description="which runs every figure counts: `production` (the default: all but test runs), `test` (runs of "
+                "a draft — the editor's Test run, step mode, REST runs of the draft — and their retries) or `all`")]
 
 
 def _iso_time(value: object) -> object:
