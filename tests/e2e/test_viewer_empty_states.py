@@ -43,7 +43,7 @@ def create_viewer(running_app: RunningApp) -> str:
 
 def open_page(page: Page, nav: str, title: str) -> None:
     page.locator(f"#nav-{nav}").click()
-    expect(page.locator("#page-title")).to_have_text(title)
+    expect(page.locator("#page-title")).to_have_text(title, timeout=30_000)  # once the page's modules are in
 
 
 def test_a_viewer_sees_empty_states_without_controls_they_lack(page: Page, running_app: RunningApp):

@@ -29,7 +29,8 @@ def open_workspace(page: Page) -> None:
     sign_in(page, "admin", ADMIN_PASSWORD)
     expect(page).to_have_url(re.compile(r"/workflows$"))
     page.locator("#nav-workspace").click()
-    expect(page).to_have_url(re.compile(r"/workspace$"))
+    # the URL changes once the page's modules are in (markdown, code highlighting: slow on a busy machine)
+    expect(page).to_have_url(re.compile(r"/workspace$"), timeout=30_000)
     expect(page.locator("#page-title")).to_have_text("Workspace")
     expect(page.locator("#chat-input")).to_be_enabled()
 
@@ -145,7 +146,8 @@ def sign_in_as_workspace_viewer(page: Page, running_app: RunningApp, display_nam
     sign_in(page, username, password)
     expect(page.locator("#current-user")).to_have_text(display_name)
     page.locator("#nav-workspace").click()
-    expect(page).to_have_url(re.compile(r"/workspace$"))
+    # the URL changes once the page's modules are in (markdown, code highlighting: slow on a busy machine)
+    expect(page).to_have_url(re.compile(r"/workspace$"), timeout=30_000)
 
 
 def test_a_viewer_without_use_agent_reads_but_cannot_send(page: Page, running_app: RunningApp):
