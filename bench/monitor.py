@@ -2,11 +2,13 @@
 
 A temporary SQLite database gets RUNS runs (bulk Core inserts) spread over 45 days, six workflows
 in three Graphical Editor instances, mixed statuses (a few running and paused), one step row per
-run and an AI step with a cost for about a third of them. Then, as a user with the editor-user
+run and an AI step with a cost for about a third of them; TEST_SHARE of them are test runs (of a
+draft), which the Monitor's default (production runs) must skip. Then, as a user with the editor-user
 role in the three instances (a fresh AccessContext per call, as a request builds one), the
 median of REPEAT calls of each of: the first page of runs, page 50 through the keyset cursor,
 live runs, runs per day over 30 days, costs over 30 days, recent failures, upcoming schedules,
-and one GET /api/monitor/overview?days=30 through FastAPI's TestClient.
+the first page of test runs and of all runs, and GET /api/monitor/runs and
+GET /api/monitor/overview?days=30 (production, and kind=all) through FastAPI's TestClient.
 
 Target: every call well under 300 ms, so the dashboard stays fast.
 Usage: .venv/bin/python bench/monitor.py [RUNS]
@@ -54,6 +56,7 @@ REPEAT = 7
 TARGET_MS = 300
 BATCH = 5_000
 STATUSES = ["completed"] * 85 + ["failed"] * 10 + ["cancelled"] * 5
+TEST_SHARE = 0.2  # runs of a draft (the editor's Test run, step mode, REST runs of a draft)
 TRIGGERS = ("manual", "schedule", "webhook", "event")
 
 
@@ -107,7 +110,8 @@ def populate() -> str:
                          "trigger": rng.choice(TRIGGERS), "input": None, "output": None,
                          "error": "node 'x' failed: boom\n--- stack ---\nTraceback" if status == "failed" else None,
                          "context": None, "sys_created_by": admin_id, "started_at": started,
-                         "finished_at": finished, "lock_version": 1, "cost_chf": cost})
+                         "finished_at": finished, "lock_version": 1, "cost_chf": cost,
+                         "test": rng.random() < TEST_SHARE})
             steps.append({"id": new_id(), "run_id": run_id, "node_id": "start", "node_type": "trigger.manual",
                           "status": "completed", "attempt": 1, "input": None, "output": None, "error": None,
                           "duration_ms": 1, "started_at": started, "finished_at": started, "cost_chf": None})
@@ -131,7 +135,7 @@ def populate() -> str:
                          "mode": "full", "trigger": "manual", "input": None, "output": None, "error": None,
                          "context": None, "sys_created_by": admin_id,
                          "started_at": now - timedelta(minutes=n), "finished_at": None, "lock_version": 1,
-                         "cost_chf": None})
+                         "cost_chf": None, "test": n % 4 == 0})
         session.execute(insert(runs_table), live)
     print(f"inserted {RUNS:,} runs (+40 live) with their steps in {time.perf_counter() - started_clock:.1f} s")
     return user_id
@@ -161,7 +165,8 @@ def as_user(user_id: str, work: Callable[[AccessContext], object]) -> Callable[[
 def main() -> None:
     prepare()
     user_id = populate()
-    everything = service.MonitorFilter()
+    everything = service.MonitorFilter()  # the Monitor's default: production runs
+    tests, both = service.MonitorFilter(kind=service.TEST), service.MonitorFilter(kind=service.ALL_RUNS)
 
     cursor = None
     with session_scope() as session:
@@ -188,6 +193,12 @@ def main() -> None:
         "recent_failures": timed("recent_failures (10)", as_user(
             user_id, lambda a: service.recent_failures(a, everything))),
         "upcoming": timed("upcoming", as_user(user_id, lambda a: service.upcoming(a, everything))),
+        "list_runs test runs": timed("list_runs first page, test runs", as_user(
+            user_id, lambda a: service.list_runs(a, tests, 50))),
+        "list_runs all runs": timed("list_runs first page, all runs", as_user(
+            user_id, lambda a: service.list_runs(a, both, 50))),
+        "daily 30 days test runs": timed("daily, 30 days, test runs", as_user(
+            user_id, lambda a: service.daily(a, tests, 30))),
     }
     with session_scope() as session:
         token = issue_token(session, session.get(User, user_id)).token
@@ -202,8 +213,13 @@ def main() -> None:
             response = client.get("/api/monitor/runs", params={"limit": 50}, headers=headers)
             assert response.status_code == 200, response.text
 
+        def overview_all() -> None:
+            response = client.get("/api/monitor/overview", params={"days": 30, "kind": "all"}, headers=headers)
+            assert response.status_code == 200, response.text
+
         results["REST runs"] = timed("GET /api/monitor/runs (50)", runs_page)
         results["REST overview"] = timed("GET /api/monitor/overview?days=30", overview)
+        results["REST overview all"] = timed("GET /api/monitor/overview?days=30&kind=all", overview_all)
     slow = [label for label, ms in results.items() if ms >= TARGET_MS]
     print("all calls under target" if not slow else f"over target: {', '.join(slow)}")
 

@@ -216,10 +216,11 @@ def chat_item(message: ChatItem, on_retry=None) -> rx.Component:
     )
 
 
-def chat_stream(messages, streaming, empty_text: str = "Ask the agent anything; its answer streams here.",
+def chat_stream(messages, streaming, empty_text: str | rx.Var = "Ask the agent anything; its answer streams here.",
                 on_retry=None) -> rx.Component:
     """The conversation: every item in order, a spinner while the answer streams; errors offer
-    `on_retry` (send the last prompt again) when given."""
+    `on_retry` (send the last prompt again) when given. `empty_text` (a text or a str var) stands
+    in for an empty conversation."""
     return rx.vstack(
         rx.cond(
             messages.length() > 0,

@@ -3,9 +3,10 @@
 Every function takes the state class that mixes in :class:`state.workspace_files.FilesMixin`
 (its vars and event handlers), so the same panel works on WorkspaceState and EditorState.
 Folders, upload with a progress bar, preview, rename, delete and full-text search; the
-Workspace adds "Attach" (``attach=True``), the Editor adds its "Use in node" menu through
-``row_extra`` (a function of a file's path var returning the extra row component). Buttons the
-user's rights do not allow are hidden; the file service refuses them anyway.
+Workspace adds "Attach" (``attach``: True, or a bool var such as "may use the agent"), the Editor
+adds its "Use in node" menu through ``row_extra`` (a function of a file's path var returning the
+extra row component). Buttons the user's rights do not allow are hidden; the file service
+refuses them anyway.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from collections.abc import Callable
 import reflex as rx
 from reflex.vars import ArrayVar, ObjectVar
 
-from state.workspace_files import FileRow, FolderRow, HitRow
+from state.workspace_files import FileRow, FolderRow, HitRow, SnippetSegment
 
 UPLOAD_ID = "udb-upload"
 SOURCES_EMPTY = ("No connections yet — connectors (Outlook, SharePoint, ClickUp, Jira) come with the connector "
                  "work; once connected, their content can be browsed and attached here.")
 
 RowExtra = Callable[..., rx.Component] | None
+Attach = bool | rx.Var  # show "Attach": always, never, or while the var is true
 
 
 def attach_button(state, path) -> rx.Component:
@@ -30,10 +32,15 @@ def attach_button(state, path) -> rx.Component:
                           title="Attach", on_click=state.attach_file(path))
 
 
-def _extras(state, path, attach: bool, row_extra: RowExtra) -> list[rx.Component]:
-    parts = []
-    if attach:
-        parts.append(attach_button(state, path))
+def _attach_parts(state, path, attach: Attach) -> list[rx.Component]:
+    """The "Attach" button where `attach` allows it (nothing for False)."""
+    if isinstance(attach, rx.Var):
+        return [rx.cond(attach, attach_button(state, path))]
+    return [attach_button(state, path)] if attach else []
+
+
+def _extras(state, path, attach: Attach, row_extra: RowExtra) -> list[rx.Component]:
+    parts = _attach_parts(state, path, attach)
     if row_extra is not None:
         parts.append(row_extra(path))
     return parts
@@ -49,7 +56,7 @@ def _folder_row(state, folder: FolderRow) -> rx.Component:
     )
 
 
-def _file_row(state, file: FileRow, attach: bool, row_extra: RowExtra) -> rx.Component:
+def _file_row(state, file: FileRow, attach: Attach, row_extra: RowExtra) -> rx.Component:
     return rx.cond(
         state.file_rename_path == file["path"],
         rx.hstack(
@@ -84,13 +91,23 @@ def _file_row(state, file: FileRow, attach: bool, row_extra: RowExtra) -> rx.Com
     )
 
 
-def _hit_row(state, hit: HitRow, attach: bool, row_extra: RowExtra) -> rx.Component:
+def _snippet_segment(segment: SnippetSegment) -> rx.Component:
+    """A piece of a snippet as plain text (whatever markup the file holds); a match highlighted."""
+    return rx.cond(
+        segment["match"],
+        rx.el.mark(segment["text"], class_name="hit-match", font_weight="bold", color="inherit",
+                   background_color=rx.color("amber", 4), border_radius="2px"),
+        rx.text.span(segment["text"]),
+    )
+
+
+def _hit_row(state, hit: HitRow, attach: Attach, row_extra: RowExtra) -> rx.Component:
     return rx.hstack(
         rx.box(
             rx.text(hit["path"], size="2", class_name="hit-path", word_break="break-all"),
-            # The store marks matches between ** (backend/files/service.py SNIPPET_MARK): shown bold.
-            rx.markdown(hit["snippet"], class_name="hit-snippet",
-                        component_map={"p": lambda text: rx.text(text, size="1", color_scheme="gray")}),
+            # Segments from the file store (backend/files/service.py SearchHit.segments): never markup.
+            rx.text(rx.foreach(hit["segments"], _snippet_segment), size="1", color_scheme="gray",
+                    class_name="hit-snippet", word_break="break-word"),
             on_click=state.preview_file(hit["path"]), cursor="pointer", flex="1", min_width="0",
         ),
         *_extras(state, hit["path"], attach, row_extra),
@@ -127,7 +144,7 @@ def _upload(state) -> rx.Component:
     )
 
 
-def _search(state, attach: bool, row_extra: RowExtra) -> rx.Component:
+def _search(state, attach: Attach, row_extra: RowExtra) -> rx.Component:
     return rx.vstack(
         rx.form(
             rx.hstack(
@@ -157,7 +174,7 @@ def _search(state, attach: bool, row_extra: RowExtra) -> rx.Component:
     )
 
 
-def files_panel(state, attach: bool = False, row_extra: RowExtra = None, refresh: bool = False) -> rx.Component:
+def files_panel(state, attach: Attach = False, row_extra: RowExtra = None, refresh: bool = False) -> rx.Component:
     """The open folder of the state's file store, with upload, search, preview, rename and delete.
 
     Args:
@@ -204,7 +221,7 @@ def sources_panel() -> rx.Component:
     )
 
 
-def preview_dialog(state, attach: bool = False) -> rx.Component:
+def preview_dialog(state, attach: Attach = False) -> rx.Component:
     """The open file's preview: the start of its text, a PDF's page count, or the image."""
     return rx.dialog.root(
         rx.dialog.content(
@@ -222,7 +239,7 @@ def preview_dialog(state, attach: bool = False) -> rx.Component:
                                max_height="60vh", overflow_y="auto", width="100%")),
             ),
             rx.hstack(
-                *([attach_button(state, state.preview_path)] if attach else []),
+                *_attach_parts(state, state.preview_path, attach),
                 rx.spacer(),
                 rx.dialog.close(rx.button("Close", variant="soft", on_click=state.close_preview,
                                           id="file-preview-close")),
@@ -252,6 +269,6 @@ def file_delete_dialog(state) -> rx.Component:
     )
 
 
-def file_dialogs(state, attach: bool = False) -> rx.Component:
+def file_dialogs(state, attach: Attach = False) -> rx.Component:
     """The dialogs the files panel opens (preview, delete confirmation): put them once on the page."""
     return rx.fragment(preview_dialog(state, attach), file_delete_dialog(state))

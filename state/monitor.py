@@ -4,6 +4,9 @@ Everything is read through the door backend.monitoring.service.Monitor, which li
 runs the user may read. The state holds only what the page shows, as display strings: the runs
 themselves stay in the database. A client-side timer (rx.moment on the page) calls `tick` every
 few seconds while the page is open; it reloads only the live list and its counters.
+
+The run filter (production, the default; test; all) narrows every figure: trying workflows out
+in the editor never shows up in the production view, and so never raises its error rate.
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ RANGES: dict[str, tuple[str, timedelta, int]] = {
     "90d": ("Last 90 days", timedelta(days=90), 90),
 }
 DEFAULT_RANGE = "7d"
+# run kind → its label in the filter (backend.monitoring.service.KINDS)
+KINDS: dict[str, str] = {monitoring.PRODUCTION: "Production runs", monitoring.TEST: "Test runs",
+                         monitoring.ALL_RUNS: "All runs"}
+PRODUCTION, TEST = monitoring.PRODUCTION, monitoring.TEST
+DEFAULT_KIND = PRODUCTION
 HISTORY_PAGE_SIZE = 50
 LIVE_LIMIT = 100
 UPCOMING_LIMIT = 20
@@ -49,6 +57,7 @@ class Option(TypedDict):
 
 class LiveRow(TypedDict):
     id: str
+    test: bool
     workflow: str
     instance: str
     status: str
@@ -69,6 +78,7 @@ class UpcomingView(TypedDict):
 
 class HistoryRow(TypedDict):
     id: str
+    test: bool
     workflow: str
     instance: str
     status: str
@@ -81,6 +91,7 @@ class HistoryRow(TypedDict):
 
 class FailureRow(TypedDict):
     id: str
+    test: bool
     workflow: str
     when: str
     error: str
@@ -162,8 +173,8 @@ def trace_href(workflow_id: str, run_id: str) -> str:
 
 
 def monitor_filter(instance: str, workflow: str, status: str, range_key: str, now: datetime | None = None,
-                   with_status: bool = True, with_range: bool = True) -> MonitorFilter:
-    """The backend filter for the page's choices ("all" means no filter)."""
+                   with_status: bool = True, with_range: bool = True, kind: str = DEFAULT_KIND) -> MonitorFilter:
+    """The backend filter for the page's choices ("all" means no filter; an unknown kind: production)."""
     now = now or datetime.now(UTC)
     _label, back, _days = RANGES.get(range_key, RANGES[DEFAULT_RANGE])
     return MonitorFilter(
@@ -171,6 +182,7 @@ def monitor_filter(instance: str, workflow: str, status: str, range_key: str, no
         workflow_id=None if workflow in ("", ALL) else workflow,
         status=None if (not with_status or status in ("", ALL)) else status,
         since=now - back if with_range else None,
+        kind=kind if kind in KINDS else DEFAULT_KIND,
     )
 
 
@@ -180,7 +192,7 @@ def chart_days(range_key: str) -> int:
 
 def live_rows(rows: Iterable[Any], now: datetime | None = None) -> list[LiveRow]:
     now = now or datetime.now(UTC)
-    return [LiveRow(id=r.id, workflow=r.workflow_name, instance=r.instance_label, status=r.status,
+    return [LiveRow(id=r.id, test=r.test, workflow=r.workflow_name, instance=r.instance_label, status=r.status,
                     started=format_time(r.started_at),
                     running_for=human_duration((now - aware(r.started_at)).total_seconds() * 1000),
                     pause_reason=pause_text(r.pause_reason), href=trace_href(r.workflow_id, r.id))
@@ -188,7 +200,7 @@ def live_rows(rows: Iterable[Any], now: datetime | None = None) -> list[LiveRow]
 
 
 def history_rows(rows: Iterable[Any]) -> list[HistoryRow]:
-    return [HistoryRow(id=r.id, workflow=r.workflow_name, instance=r.instance_label, status=r.status,
+    return [HistoryRow(id=r.id, test=r.test, workflow=r.workflow_name, instance=r.instance_label, status=r.status,
                        trigger=r.trigger or "manual", started=format_time(r.started_at),
                        duration=human_duration(r.duration_ms) if r.duration_ms is not None else "running",
                        cost=format_chf(r.cost_chf), href=trace_href(r.workflow_id, r.id))
@@ -196,7 +208,7 @@ def history_rows(rows: Iterable[Any]) -> list[HistoryRow]:
 
 
 def failure_rows(rows: Iterable[Any]) -> list[FailureRow]:
-    return [FailureRow(id=r.id, workflow=r.workflow_name, when=format_time(r.finished_at or r.started_at),
+    return [FailureRow(id=r.id, test=r.test, workflow=r.workflow_name, when=format_time(r.finished_at or r.started_at),
                        error=shorten(r.error) or "(no message)", href=trace_href(r.workflow_id, r.id))
             for r in rows]
 
@@ -251,6 +263,7 @@ class MonitorState(PageMixin, AuthState):
     workflow_filter: str = ALL
     status_filter: str = ALL
     range_filter: str = DEFAULT_RANGE
+    kind_filter: str = DEFAULT_KIND
     has_instances: bool = True
 
     live: list[LiveRow] = []
@@ -274,7 +287,7 @@ class MonitorState(PageMixin, AuthState):
 
     def _filter(self, **kwargs) -> MonitorFilter:
         return monitor_filter(self.instance_filter, self.workflow_filter, self.status_filter, self.range_filter,
-                              **kwargs)
+                              kind=self.kind_filter, **kwargs)
 
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
@@ -388,6 +401,13 @@ class MonitorState(PageMixin, AuthState):
         self.error = ""
         self._first_page()
         return self._read(self._load_history)
+
+    @rx.event
+    @requires_door(Monitor.overview, Monitor.runs)
+    def set_kind_filter(self, value: str):
+        """Production, test or all runs: every figure of the page follows."""
+        self.kind_filter = value if value in KINDS else DEFAULT_KIND
+        return self._filters_changed()
 
     @rx.event
     @requires_door(Monitor.overview, Monitor.runs)

@@ -44,10 +44,18 @@ class FileRow(TypedDict):
     may_delete: bool
 
 
+class SnippetSegment(TypedDict):
+    text: str
+    match: bool
+
+
 class HitRow(TypedDict):
+    """A search hit: its file and the text around the matches as plain-text segments (matches
+    flagged), which the panel renders as text with the matches highlighted."""
+
     name: str
     path: str
-    snippet: str
+    segments: list[SnippetSegment]
 
 
 def attachment_appendix(paths: list[str]) -> str:
@@ -341,8 +349,10 @@ class FilesMixin(rx.State, mixin=True):
             return
 
         def search(store: FileStore) -> None:
-            self.search_hits = [HitRow(name=h.file.name, path=h.file.path, snippet=h.snippet)
-                                for h in store.search_files(query, 20)]
+            self.search_hits = [
+                HitRow(name=h.file.name, path=h.file.path,
+                       segments=[SnippetSegment(text=part.text, match=part.match) for part in h.segments])
+                for h in store.search_files(query, 20)]
 
         self.searched = self._files_attempt(search)
 

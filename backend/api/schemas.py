@@ -418,6 +418,7 @@ class MonitorRunOut(CamelModel):
     duration_ms: int | None = None
     error: str | None = None
     cost_chf: float = 0.0
+    test: bool = False  # a test run: of a draft (or a retry of one)
 
 
 class MonitorRunPage(CamelModel):

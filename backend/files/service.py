@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,7 +55,7 @@ DEFAULT_READ_CHARS = 50_000
 MAX_READ_CHARS = 200_000
 SEARCH_INDEX_CHARS = 200_000  # as in migration 0004_files
 SEARCH_MAX_WORDS = 16
-SNIPPET_MARK = "**"
+SNIPPET_MARK = "**"  # how SearchHit.snippet (agents, REST) marks a match; the UI uses SearchHit.segments
 FILE = FeatureItem.data("file")  # data.feature.{featureCode}.file of the store's instance
 
 
@@ -131,10 +132,27 @@ class FileText:
 
 
 @dataclass(frozen=True)
+class SnippetPart:
+    """A piece of a search snippet: text as it is in the file, and whether it is a match."""
+
+    text: str
+    match: bool
+
+
+@dataclass(frozen=True)
 class SearchHit:
+    """A file found by full-text search.
+
+    `segments` is the text around the matches as plain-text pieces, the matches flagged: what a
+    UI renders (as text, never as markup: a file's own `**`, `# title` or `<b>` stay what they
+    are). `snippet` is the same text with each match between `**` (SNIPPET_MARK), for agents
+    and the REST API.
+    """
+
     file: FileEntry
     folder_path: str
     snippet: str
+    segments: tuple[SnippetPart, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -655,9 +673,9 @@ class FileStore(Door):
     def search_files(self, query: str, limit: int = 20, folder: str | None = None) -> list[SearchHit]:
         """Files whose text contains every word of `query` (word prefixes match), best first.
 
-        Case-insensitive, no stemming. Each hit carries the file, its folder path and a snippet
-        with the matches between `**`. Binary files are not indexed; only files the caller may
-        read are found.
+        Case-insensitive, no stemming. Each hit carries the file, its folder path and the text
+        around the matches, as plain-text segments and as a snippet with the matches between `**`.
+        Binary files are not indexed; only files the caller may read are found.
         """
         words = search_words(query)
         if not 1 <= limit <= 100:
@@ -668,10 +686,11 @@ class FileStore(Door):
             if folder_id is not None:
                 where.append(StoredFile.folder_id.in_([folder_id, *(f.id for f in self.subtree(folder_id))]))
         dialect = self.session.get_bind().dialect.name
+        marks = _SnippetMarks.fresh()
         if dialect == "sqlite":
-            statement = self._sqlite_search(words, where, limit)
+            statement = self._sqlite_search(words, where, limit, marks)
         elif dialect == "postgresql":
-            statement = self._postgres_search(words, where, limit)
+            statement = self._postgres_search(words, where, limit, marks)
         else:  # pragma: no cover - the platform supports SQLite and PostgreSQL
             raise NotImplementedError(f"full-text search is not available on {dialect}")
         self.session.flush()
@@ -681,22 +700,23 @@ class FileStore(Door):
         hits = []
         for row in rows:
             entry = self.entry(files[row.file_id])
-            hits.append(SearchHit(entry, entry.folder_path, " ".join((row.snippet or "").split())))
+            segments = marks.segments(row.snippet or "", tags_escaped=dialect == "postgresql")
+            hits.append(SearchHit(entry, entry.folder_path, marked_snippet(segments), segments))
         return hits
 
-    def _sqlite_search(self, words: list[str], where: list[Any], limit: int) -> Any:
+    def _sqlite_search(self, words: list[str], where: list[Any], limit: int, marks: _SnippetMarks) -> Any:
         """FTS5 over `stored_file_fts`, best (lowest bm25) first, narrowed to the readable files."""
         fts = literal_column("stored_file_fts")
         index = table("stored_file_fts", column("file_id"))
         statement = (
             select(StoredFile.id.label("file_id"),
-                   func.snippet(fts, 1, SNIPPET_MARK, SNIPPET_MARK, "…", 16).label("snippet"))
+                   func.snippet(fts, 1, marks.start, marks.stop, "…", 16).label("snippet"))
             .select_from(index.join(StoredFile, StoredFile.id == index.c.file_id))
             .where(fts.op("MATCH")(" ".join(f'"{w}"*' for w in words)), *where)
             .order_by(func.bm25(fts), StoredFile.name).limit(limit))
         return self.visible(statement, StoredFile, FILE)
 
-    def _postgres_search(self, words: list[str], where: list[Any], limit: int) -> Any:
+    def _postgres_search(self, words: list[str], where: list[Any], limit: int, marks: _SnippetMarks) -> Any:
         """The tsvector column of stored_file_data, best rank first; headlines only for the hits."""
         query = func.to_tsquery("simple", " & ".join(f"{w}:*" for w in words))
         vector = literal_column("stored_file_data.search_vector")
@@ -707,8 +727,8 @@ class FileStore(Door):
                 .order_by(score.desc(), StoredFile.name).limit(limit))
         hit = self.visible(best, StoredFile, FILE).subquery("hit")
         text_data = StoredFileData.__table__.alias("d")
-        headline = func.ts_headline("simple", func.left(text_data.c.text_content, SEARCH_INDEX_CHARS), query,
-                                    _HEADLINE)
+        source = func.left(text_data.c.text_content, SEARCH_INDEX_CHARS)
+        headline = func.ts_headline("simple", _escape_tags(source), query, marks.headline_options())
         return (select(hit.c.file_id, headline.label("snippet"))
                 .join(text_data, text_data.c.file_id == hit.c.file_id)
                 .order_by(hit.c.score.desc(), hit.c.name))
@@ -808,8 +828,57 @@ def delete_folder(scope: Scope, path: str, recursive: bool = False) -> DeletedFo
 
 # --- full-text search -------------------------------------------------------------------------------
 
-_HEADLINE = (f'StartSel="{SNIPPET_MARK}", StopSel="{SNIPPET_MARK}", MaxWords=30, MinWords=12, '
-             'MaxFragments=2, FragmentDelimiter=" … "')
+_HEADLINE = 'MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=" … "'
+
+
+@dataclass(frozen=True)
+class _SnippetMarks:
+    """The markers the database puts around each match of one search: private-use characters
+    around a random token, so no file's text can hold them (its own `**`, `<b>` or `[a](b)` are
+    just text); :meth:`segments` splits the database's snippet at them."""
+
+    start: str
+    stop: str
+
+    @classmethod
+    def fresh(cls) -> _SnippetMarks:
+        token = secrets.token_hex(8)
+        return cls(f"\ue000{token}\ue000", f"\ue001{token}\ue001")
+
+    def headline_options(self) -> str:
+        """PostgreSQL ts_headline's options with these markers."""
+        return f'StartSel="{self.start}", StopSel="{self.stop}", {_HEADLINE}'
+
+    def segments(self, marked: str, tags_escaped: bool = False) -> tuple[SnippetPart, ...]:
+        """The snippet as plain-text pieces, matches flagged; runs of white space become one space.
+        `tags_escaped`: the snippet was made from :func:`_escape_tags`'s text (PostgreSQL)."""
+        text = " ".join(marked.split())
+        parts: list[SnippetPart] = []
+        for index, piece in enumerate(re.split(f"{re.escape(self.start)}(.*?){re.escape(self.stop)}", text)):
+            if piece:
+                parts.append(SnippetPart(_unescape_tags(piece) if tags_escaped else piece, match=index % 2 == 1))
+        return tuple(parts)
+
+
+# PostgreSQL's ts_headline replaces what looks like an HTML tag (`<b>`, `<!-- … -->`) by a space,
+# so the text it is given has each "<" escaped as \x01\x03 (and a \x01 of the file as \x01\x02):
+# its parser takes those characters for blanks, and a headline starts and ends with a word, so an
+# escape is never cut in two.
+_ESCAPE, _ESCAPED_ESCAPE, _ESCAPED_LT = "\x01", "\x01\x02", "\x01\x03"
+
+
+def _escape_tags(text: Any) -> Any:
+    """The SQL expression of `text` with "<" (and the escape character itself) escaped."""
+    return func.replace(func.replace(text, _ESCAPE, _ESCAPED_ESCAPE), "<", _ESCAPED_LT)
+
+
+def _unescape_tags(text: str) -> str:
+    return re.sub("\x01([\x02\x03])", lambda m: _ESCAPE if m.group(1) == "\x02" else "<", text)
+
+
+def marked_snippet(segments: Iterable[SnippetPart]) -> str:
+    """The segments as one text, each match between `**` (SNIPPET_MARK)."""
+    return "".join(f"{SNIPPET_MARK}{part.text}{SNIPPET_MARK}" if part.match else part.text for part in segments)
 
 
 def search_words(query: Any) -> list[str]:

@@ -1,6 +1,10 @@
 """The monitoring dashboard's backend (issue 10): runs, live runs, schedules, daily figures, AI costs."""
 
 from backend.monitoring.service import (
+    ALL_RUNS,
+    KINDS,
+    PRODUCTION,
+    TEST,
     CostReport,
     CostRow,
     DayRow,
@@ -21,6 +25,7 @@ from backend.monitoring.service import (
 )
 
 __all__ = [
+    "ALL_RUNS", "KINDS", "PRODUCTION", "TEST",
     "CostReport", "CostRow", "DayRow", "MonitorFilter", "Overview", "RunPage", "RunRow", "UpcomingRow", "costs",
     "daily", "instance_options", "list_runs", "live_runs", "overview", "recent_failures", "upcoming",
     "workflow_options",

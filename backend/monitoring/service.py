@@ -7,6 +7,12 @@ Rights: a user sees the runs of the Graphical Editor instances they may open who
 A filter naming an instance or workflow outside that answers NotFound, like a missing one.
 :class:`Monitor` is the door the Monitor page and /api/monitor call.
 
+Test runs (`workflow_run.test`: runs of a draft — the editor's Test run, step mode, REST runs of
+the draft — and their retries) are kept apart from production runs: every figure counts the
+filter's `kind` of runs only, production by default, so trying things out never raises the
+error rate. The flag is a column of the covering index ix_workflow_run_instance_started, so the
+condition is checked in the index.
+
 Everything is counted and summed by the database (GROUP BY, day buckets in UTC); Python only
 zero-fills days and adds up small per-(workflow, day) partials. Pages are newest first, keyset
 paged with the cursor of backend.workflows.run_history ("<ISO time>|<run id>").
@@ -41,6 +47,8 @@ LIVE = (run_lifecycle.RUNNING, run_lifecycle.PAUSED)
 MAX_LIMIT = run_history.MAX_LIMIT
 MAX_DAYS = run_history.MAX_DAYS
 MERGE_INSTANCES_MAX = 50  # beyond that many instances, one plain query (the merge would grow too wide)
+PRODUCTION, TEST, ALL_RUNS = "production", "test", "all"
+KINDS = (PRODUCTION, TEST, ALL_RUNS)  # which runs a filter counts: not test runs, test runs only, both
 
 
 # --- the API ------------------------------------------------------------------------------------
@@ -53,6 +61,7 @@ class MonitorFilter:
     status: str | None = None      # running | paused | completed | failed | cancelled
     since: datetime | None = None  # started_at >= since (aware UTC)
     until: datetime | None = None  # started_at < until
+    kind: str = PRODUCTION         # production | test | all (KINDS)
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,7 @@ class RunRow:
     duration_ms: int | None
     error: str | None          # message only (engine.steps.split_error)
     cost_chf: float            # sum of its steps' cost_chf (0.0 when none)
+    test: bool = False         # a test run (of a draft, or a retry of one)
 
 
 @dataclass(frozen=True)
@@ -165,6 +175,8 @@ class _Scope:
             conditions.append(run.started_at >= _aware(self.filt.since))
         if self.filt.until:
             conditions.append(run.started_at < _aware(self.filt.until))
+        if self.filt.kind != ALL_RUNS:
+            conditions.append(run.test == (self.filt.kind == TEST))
         return and_(*conditions)
 
 
@@ -192,6 +204,11 @@ def _check_status(status: str | None) -> None:
         raise InvalidInput([FieldError("status", f"must be one of {', '.join(STATUSES)}")])
 
 
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise InvalidInput([FieldError("kind", f"must be one of {', '.join(KINDS)}")])
+
+
 def _check_range(name: str, value: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
         raise InvalidInput([FieldError(name, f"must be between 1 and {high}")])
@@ -208,6 +225,7 @@ def _scope(access: AccessContext, filt: MonitorFilter) -> _Scope:
 
 def _build_scope(access: AccessContext, filt: MonitorFilter) -> _Scope:
     _check_status(filt.status)
+    _check_kind(filt.kind)
     if filt.since and filt.until and _aware(filt.since) >= _aware(filt.until):
         raise InvalidInput([FieldError("until", "must be after since")])
     readable = _readable_instances(access)
@@ -250,19 +268,19 @@ def _run_rows(access: AccessContext, scope: _Scope, limit: int, *extra: Any, by_
     run = WorkflowRun
     newest = _newest(scope, limit, *extra, by_instance=by_instance)
     query = (select(run.id, run.workflow_id, Workflow.name, run.feature_instance_id, run.status, run.pause_reason,
-                    run.trigger, run.started_at, run.finished_at, run.error, run.cost_chf)
+                    run.trigger, run.started_at, run.finished_at, run.error, run.cost_chf, run.test)
              .join(newest, newest.c.id == run.id)
              .join(Workflow, Workflow.id == run.workflow_id)
              .order_by(run.started_at.desc(), run.id.desc()))
     rows = []
     for (run_id, workflow_id, name, instance_id, status, pause_reason, trigger, started, finished, error,
-         cost) in access.session.exec(query).all():
+         cost, test) in access.session.exec(query).all():
         started = _aware(started)
         finished = _aware(finished) if finished else None
         duration = max(0, int((finished - started).total_seconds() * 1000)) if finished else None
         rows.append(RunRow(run_id, workflow_id, name, instance_id, scope.labels.get(instance_id, instance_id),
                            status, pause_reason, trigger, started, finished, duration, split_error(error)[0],
-                           float(cost or 0.0)))
+                           float(cost or 0.0), bool(test)))
     return rows
 
 
@@ -311,10 +329,11 @@ def upcoming(access: AccessContext, filt: MonitorFilter, limit: int = 20, *,
              now: datetime | None = None) -> list[UpcomingRow]:
     """The next fire time of each active workflow's published schedule triggers, soonest first
     (computed with the scheduler's own triggers). Where the user may read only their own runs,
-    only the workflows they created (whose scheduled runs are theirs)."""
+    only the workflows they created (whose scheduled runs are theirs). Scheduled runs are
+    production runs: none when the filter asks for test runs only."""
     _check_range("limit", limit, MAX_LIMIT)
     scope = _scope(access, filt)
-    if scope.empty:
+    if scope.empty or filt.kind == TEST:
         return []
     query = (select(Workflow.id, Workflow.name, Workflow.feature_instance_id, Workflow.event_id,
                     WorkflowVersion.graph, WorkflowVersion.published_at)
@@ -540,6 +559,7 @@ class Monitor(Door):
 
 
 __all__ = [
+    "ALL_RUNS", "KINDS", "PRODUCTION", "TEST",
     "CostReport", "CostRow", "DayRow", "Monitor", "MonitorFilter", "Overview", "RunPage", "RunRow", "UpcomingRow",
     "costs", "daily", "instance_options", "list_runs", "live_runs", "overview", "recent_failures", "upcoming",
     "workflow_options",

@@ -6,8 +6,11 @@ from components.shell import empty_state, gated, page_shell
 from components.tables import data_table
 from state.monitor import (
     ALL,
+    KINDS,
+    PRODUCTION,
     RANGES,
     STATUSES,
+    TEST,
     CostLine,
     FailureRow,
     HistoryRow,
@@ -20,6 +23,10 @@ REFRESH_MS = 3000
 STATUS_COLORS = {"running": "blue", "paused": "amber", "completed": "green", "failed": "red", "cancelled": "gray"}
 CHART_COLORS = {"completed": "var(--green-9)", "failed": "var(--red-9)", "cancelled": "var(--gray-8)"}
 NO_RUNS = "No runs in this range"
+NO_TEST_SCHEDULES = ("Schedules start production runs: choose \u201cProduction runs\u201d or \u201cAll runs\u201d "
+                     "to see them.")
+# Under the default "Production runs", an empty card says where the editor's test runs are.
+NO_PRODUCTION_RUNS = "No production runs in this range. Test runs from the editor are under \u201cTest runs\u201d."
 
 
 def status_badge(status) -> rx.Component:
@@ -31,8 +38,19 @@ def status_badge(status) -> rx.Component:
     )
 
 
-def nothing(text: str, element_id: str) -> rx.Component:
+def test_badge(is_test) -> rx.Component:
+    """Marks a test run (of a draft) where test and production runs are listed together."""
+    return rx.cond(is_test, rx.badge("test", color_scheme="violet", variant="outline", size="1",
+                                     class_name="test-run-badge"))
+
+
+def nothing(text, element_id: str) -> rx.Component:
     return rx.text(text, color_scheme="gray", size="2", id=element_id, padding_y="0.5em")
+
+
+def no_runs(element_id: str) -> rx.Component:
+    """The empty text of a card counting runs in the range: under "Production runs" it points to the test runs."""
+    return nothing(rx.cond(MonitorState.kind_filter == PRODUCTION, NO_PRODUCTION_RUNS, NO_RUNS), element_id)
 
 
 def section(title: str, icon: str, *children, **props) -> rx.Component:
@@ -62,6 +80,8 @@ def _select(element_id: str, value, on_change, items, placeholder: str, width: s
 
 def filters() -> rx.Component:
     return rx.hstack(
+        _select("monitor-kind", MonitorState.kind_filter, MonitorState.set_kind_filter,
+                [rx.select.item(label, value=key) for key, label in KINDS.items()], "Runs", width="11em"),
         _select("monitor-instance", MonitorState.instance_filter, MonitorState.set_instance_filter,
                 rx.fragment(rx.select.item("All instances", value=ALL),
                             rx.foreach(MonitorState.instances, lambda o: rx.select.item(o["label"], value=o["id"]))),
@@ -116,6 +136,7 @@ def live_run(row: LiveRow) -> rx.Component:
     return rx.hstack(
         status_badge(row["status"]),
         rx.link(row["workflow"], href=row["href"], weight="medium", class_name="live-workflow"),
+        test_badge(row["test"]),
         rx.text(row["instance"], size="1", color_scheme="gray"),
         rx.spacer(),
         rx.cond(row["pause_reason"] != "",
@@ -169,7 +190,8 @@ def upcoming_card() -> rx.Component:
             MonitorState.upcoming.length() > 0,
             data_table(("Workflow", "Next run", "Schedule", "Registered"), MonitorState.upcoming, upcoming_row,
                        "upcoming-table"),
-            nothing("No scheduled runs ahead.", "upcoming-empty"),
+            nothing(rx.cond(MonitorState.kind_filter == TEST, NO_TEST_SCHEDULES, "No scheduled runs ahead."),
+                    "upcoming-empty"),
         ),
         id="upcoming-runs",
     )
@@ -195,7 +217,7 @@ def runs_chart() -> rx.Component:
                 width="100%",
                 height=240,
             ),
-            nothing(NO_RUNS, "runs-per-day-empty"),
+            no_runs("runs-per-day-empty"),
         ),
         id="runs-per-day",
         min_width="0",
@@ -218,7 +240,7 @@ def error_chart() -> rx.Component:
                 width="100%",
                 height=240,
             ),
-            nothing(NO_RUNS, "error-rate-empty"),
+            no_runs("error-rate-empty"),
         ),
         id="error-rate",
         min_width="0",
@@ -269,7 +291,7 @@ def costs_card() -> rx.Component:
                 spacing="4",
                 width="100%",
             ),
-            nothing(NO_RUNS, "costs-empty"),
+            no_runs("costs-empty"),
         ),
         id="costs",
     )
@@ -280,7 +302,8 @@ def costs_card() -> rx.Component:
 
 def failure_row(row: FailureRow) -> rx.Component:
     return rx.table.row(
-        rx.table.cell(rx.text(row["workflow"], weight="medium")),
+        rx.table.cell(rx.hstack(rx.text(row["workflow"], weight="medium"), test_badge(row["test"]), spacing="2",
+                                align="center")),
         rx.table.cell(rx.text(row["when"], size="2", white_space="nowrap")),
         rx.table.cell(rx.text(row["error"], size="2", color_scheme="red", class_name="failure-error")),
         rx.table.cell(rx.link(rx.icon("square-arrow-out-up-right", size=14), "Open trace", href=row["href"],
@@ -303,14 +326,16 @@ def failures_card() -> rx.Component:
 
 def history_row(row: HistoryRow) -> rx.Component:
     return rx.table.row(
-        rx.table.cell(rx.link(row["workflow"], href=row["href"], class_name="history-trace"),
+        rx.table.cell(rx.hstack(rx.link(row["workflow"], href=row["href"], class_name="history-trace"),
+                                test_badge(row["test"]), spacing="2", align="center"),
                       rx.text(row["instance"], size="1", color_scheme="gray")),
         rx.table.cell(status_badge(row["status"])),
         rx.table.cell(row["trigger"]),
         rx.table.cell(rx.text(row["started"], white_space="nowrap")),
         rx.table.cell(row["duration"], class_name="history-duration"),
         rx.table.cell(row["cost"], text_align="right"),
-        class_name="history-row", custom_attrs={"data-run-id": row["id"]},
+        class_name="history-row",
+        custom_attrs={"data-run-id": row["id"], "data-test": rx.cond(row["test"], "true", "false")},
     )
 
 
@@ -321,7 +346,7 @@ def history_card() -> rx.Component:
             MonitorState.history.length() > 0,
             data_table(("Workflow", "Status", "Trigger", "Started", "Duration", "Cost"), MonitorState.history,
                        history_row, "history-table"),
-            nothing(NO_RUNS, "history-empty"),
+            no_runs("history-empty"),
         ),
         rx.hstack(
             rx.text("Page ", MonitorState.history_page, size="2", color_scheme="gray", id="history-page"),

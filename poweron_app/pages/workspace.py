@@ -1,11 +1,18 @@
-"""The Workspace page: the UDB panel (chats, files, sources) on the left, the open chat and the chat bar."""
+"""The Workspace page: the UDB panel (chats, files, sources) on the left, the open chat and the chat bar.
+
+What a user without the right to talk to the agent (a viewer) sees fits that: no "New" chat, no
+chat bar and no "Attach" — the chats are there to read, and the page says so.
+"""
 
 import reflex as rx
 
 from components.chat import chat_bar, chat_stream
 from components.shell import empty_state, gated, page_shell
 from poweron_app.pages.workspace_udb import udb_panel
-from state.workspace import ChatRow, WorkspaceState
+from state.workspace import NO_USE_AGENT, ChatRow, WorkspaceState
+
+EMPTY_CHAT = "Ask the agent anything; its answer streams here."
+EMPTY_CHAT_READ_ONLY = "Open a chat on the left to read it."
 
 
 def _chat_entry(chat: ChatRow) -> rx.Component:
@@ -49,14 +56,16 @@ def chats_panel() -> rx.Component:
         rx.hstack(
             rx.heading("Chats", size="3"),
             rx.spacer(),
-            rx.button(rx.icon("plus", size=14), "New", size="1", variant="soft", on_click=WorkspaceState.new_chat,
-                      id="chat-new"),
+            rx.cond(WorkspaceState.can_use_agent,
+                    rx.button(rx.icon("plus", size=14), "New", size="1", variant="soft",
+                              on_click=WorkspaceState.new_chat, id="chat-new")),
             width="100%", align="center",
         ),
         rx.cond(
             WorkspaceState.chats.length() > 0,
             rx.vstack(rx.foreach(WorkspaceState.chats, _chat_entry), id="chat-list", width="100%", spacing="1"),
-            rx.text("No chats yet.", size="2", color_scheme="gray", id="chat-list-empty"),
+            rx.text(rx.cond(WorkspaceState.can_use_agent, "No chats yet.", "No chats to read yet."), size="2",
+                    color_scheme="gray", id="chat-list-empty"),
         ),
         width="100%", spacing="3",
     )
@@ -82,7 +91,8 @@ def delete_dialog() -> rx.Component:
 
 def conversation() -> rx.Component:
     return rx.vstack(
-        rx.heading(rx.cond(WorkspaceState.chat_title != "", WorkspaceState.chat_title, "New chat"), size="4",
+        rx.heading(rx.cond(WorkspaceState.chat_title != "", WorkspaceState.chat_title,
+                           rx.cond(WorkspaceState.can_use_agent, "New chat", "No chat open")), size="4",
                    id="chat-heading"),
         rx.cond(WorkspaceState.error != "",
                 rx.callout(WorkspaceState.error, icon="triangle-alert", color_scheme="red", id="workspace-error",
@@ -90,9 +100,17 @@ def conversation() -> rx.Component:
         rx.cond(WorkspaceState.notice != "",
                 rx.callout(WorkspaceState.notice, icon="check", color_scheme="green", id="workspace-notice",
                            width="100%")),
-        chat_stream(WorkspaceState.messages, WorkspaceState.streaming, on_retry=WorkspaceState.retry),
-        chat_bar(WorkspaceState.send, WorkspaceState.stop, WorkspaceState.streaming, WorkspaceState.disabled_reason,
-                 attachments=WorkspaceState.attachments, on_remove_attachment=WorkspaceState.detach_file),
+        chat_stream(WorkspaceState.messages, WorkspaceState.streaming, on_retry=WorkspaceState.retry,
+                    empty_text=rx.cond(WorkspaceState.can_use_agent, EMPTY_CHAT, EMPTY_CHAT_READ_ONLY)),
+        rx.cond(
+            WorkspaceState.can_use_agent,
+            chat_bar(WorkspaceState.send, WorkspaceState.stop, WorkspaceState.streaming,
+                     WorkspaceState.disabled_reason, attachments=WorkspaceState.attachments,
+                     on_remove_attachment=WorkspaceState.detach_file),
+            # No prompt field for those who may not talk to the agent: only why.
+            rx.text(rx.icon("eye", size=14), NO_USE_AGENT, id="chat-disabled-reason", size="2", color_scheme="gray",
+                    display="flex", align_items="center", gap="0.4em"),
+        ),
         flex="1", min_width="0", spacing="3", height="calc(100vh - 8em)",
     )
 

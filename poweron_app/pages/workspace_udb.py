@@ -2,8 +2,8 @@
 
 Files shows the instance's file store (components/udb.py, shared with the Editor): folders,
 upload with a progress bar, preview, rename, delete, full-text search and, in the Workspace,
-"Attach" (the file's path goes with the next prompt). Buttons the user's rights do not allow
-are hidden; the file service refuses them anyway.
+"Attach" (the file's path goes with the next prompt: only for those who may talk to the agent).
+Buttons the user's rights do not allow are hidden; the file service refuses them anyway.
 """
 
 import reflex as rx
@@ -22,9 +22,10 @@ def udb_panel(chats: rx.Component) -> rx.Component:
             size="1",
         ),
         rx.tabs.content(chats, value="chats", padding_top="0.75em"),
-        rx.tabs.content(files_panel(WorkspaceState, attach=True), value="files", padding_top="0.75em"),
+        rx.tabs.content(files_panel(WorkspaceState, attach=WorkspaceState.can_use_agent), value="files",
+                        padding_top="0.75em"),
         rx.tabs.content(sources_panel(), value="sources", padding_top="0.75em"),
-        preview_dialog(WorkspaceState, attach=True),
+        preview_dialog(WorkspaceState, attach=WorkspaceState.can_use_agent),
         file_delete_dialog(WorkspaceState),
         value=WorkspaceState.udb_tab,
         on_change=WorkspaceState.set_udb_tab,

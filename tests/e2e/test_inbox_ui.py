@@ -47,10 +47,13 @@ def form_graph(title: str) -> dict:
 
 
 def start_paused(running_app: RunningApp, graph: dict, prefix: str) -> tuple[str, str, str]:
-    """Create the workflow, run it through REST until it waits; (workflow id, run id, task id)."""
+    """Create and publish the workflow (its runs are production runs, which the Monitor shows by
+    default), run it through REST until it waits; (workflow id, run id, task id)."""
     headers, instance = api(running_app)
     workflow_id, _name = new_workflow(running_app, prefix, graph)
     base = f"{running_app.api_url}/api/graphicalEditor/{instance}"
+    published = httpx.post(f"{base}/workflows/{workflow_id}/publish", headers=headers)
+    assert published.status_code == 200, published.text
     answer = httpx.post(f"{base}/workflows/{workflow_id}/runs", json={"input": {}}, headers=headers, timeout=60)
     assert answer.status_code == 201, answer.text
     run = answer.json()

@@ -2,7 +2,9 @@
 with a progress bar, lists, previews, renames, deletes and searches the instance's files; an
 attached file goes with the next prompt as its path (the recorded model request shows it); a
 chip is removed before sending; an oversize file is refused with the limit; the Sources tab is
-an honest empty state; a viewer browses and previews but sees no upload, rename or delete.
+an honest empty state; a viewer browses and previews but sees no upload, rename, delete or
+attach. A search hit shows the file's text as it is, markdown and HTML included, with the
+matches highlighted (issue 16).
 """
 
 from __future__ import annotations
@@ -133,9 +135,37 @@ def test_a_viewer_browses_and_previews_files_but_cannot_change_them(page: Page, 
     expect(page.locator("#file-upload-area")).to_have_count(0)
     expect(row.locator(".file-rename")).to_have_count(0)
     expect(row.locator(".file-delete")).to_have_count(0)
+    expect(row.locator(".file-attach")).to_have_count(0)  # attaching feeds a prompt they may not send
     row.locator(".file-name").click()
     expect(page.locator("#file-preview-text")).to_contain_text("Shared with everyone")
     page.locator("#file-preview-close").click()
     page.locator("#folder-up").click()
     expect(page.locator("#current-folder")).to_have_text("/")
     expect(page.locator(".folder-item", has_text=folder)).to_have_count(1)
+
+
+def test_a_search_hit_shows_the_files_markup_as_text_and_highlights_the_matches(page: Page,
+                                                                               running_app: RunningApp):
+    tag = uuid.uuid4().hex[:6]
+    word, name = f"edelweiss{tag}", f"release-{tag}.md"
+    content = f"# Release {tag}\n**{word}** ships [the guide](https://example.org/guide) and <b>bold</b> claims."
+    open_workspace(page)
+    open_files(page)
+    upload(page, name, "text/markdown", content.encode())
+    expect(file_item(page, name)).to_have_count(1)
+
+    page.locator("#file-search-input").fill(word)
+    page.locator("#file-search-input").press("Enter")
+    hit = page.locator(".search-hit", has=page.locator(".hit-path", has_text=f"/{name}"))
+    expect(hit).to_have_count(1, timeout=15_000)
+    snippet = hit.locator(".hit-snippet")
+    # the text as the file has it: no heading, link, bold or literal markers rendered from it
+    as_written = f"# Release {tag} **{word}** ships [the guide](https://example.org/guide) and <b>bold</b> claims"
+    expect(snippet).to_have_text(re.compile("^" + re.escape(as_written)))
+    for rendered in ("h1", "a", "b", "strong", "em", "p"):
+        expect(snippet.locator(rendered)).to_have_count(0)
+    # the match highlighted
+    matches = snippet.locator("mark.hit-match")
+    expect(matches).to_have_count(1)
+    expect(matches).to_have_text(word)
+    assert matches.evaluate("m => getComputedStyle(m).fontWeight") in ("700", "bold")

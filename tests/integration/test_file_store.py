@@ -221,6 +221,34 @@ def test_binary_files_are_stored_but_not_text(workspace):
         assert service.search_files(scope, "binary") == []
 
 
+MARKUP_NOTE = "# Notes\n**Edelweiss** <b>x</b> [a](b) `c` a*b*c <!-- d -->\n- edelweiss again"
+
+
+def test_search_snippets_are_plain_text_segments_with_the_matches_flagged(workspace, db_kind):
+    """A file's own markdown or HTML is text in the snippet (PostgreSQL's headline would drop what
+    looks like a tag); only the matches are flagged, by markers no file can contain."""
+    with session_scope() as session:
+        scope = workspace.scope(session)
+        service.write_text(scope, "/notes/release.md", MARKUP_NOTE)
+        service.write_text(scope, "/notes/tricky.txt", "Edelweiss \ue000 \x01 \x01\x03 and < \ue001 are just text")
+        hits = {h.file.path: h for h in service.search_files(scope, "edelweiss")}
+        assert set(hits) == {"/notes/release.md", "/notes/tricky.txt"}
+
+        note = hits["/notes/release.md"]
+        assert [part.text for part in note.segments if part.match] == ["Edelweiss", "edelweiss"]
+        text = "".join(part.text for part in note.segments)
+        assert "Notes **Edelweiss** <b>x</b> [a](b) `c` a*b*c <!-- d --> - edelweiss again" in text, text
+        assert " ".join(MARKUP_NOTE.split()).endswith(text)  # the (short) note, white space collapsed
+        # the snippet for agents and REST: the same text, the matches between **
+        assert note.snippet == "".join(f"**{p.text}**" if p.match else p.text for p in note.segments)
+        assert "****Edelweiss****" in note.snippet
+
+        tricky = hits["/notes/tricky.txt"]
+        assert [(part.text, part.match) for part in tricky.segments][:1] == [("Edelweiss", True)]
+        assert "".join(part.text for part in tricky.segments) == (
+            "Edelweiss \ue000 \x01 \x01\x03 and < \ue001 are just text")
+
+
 def test_search_finds_words_ranks_and_follows_changes(workspace, db_kind):
     with session_scope() as session:
         scope = workspace.scope(session)

@@ -19,7 +19,7 @@ from sqlmodel import select
 import state.monitor as monitor_state
 from backend.db import session_scope
 from backend.db.models import User
-from state.monitor import ALL, DEFAULT_RANGE, MonitorState
+from state.monitor import ALL, DEFAULT_KIND, DEFAULT_RANGE, MonitorState
 from state.page import PageMixin
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -50,6 +50,7 @@ class FakeMonitor:
                 setattr(self, name, field.default_factory() if field.default_factory else field.default)
         self.instance_filter = self.workflow_filter = self.status_filter = ALL
         self.range_filter = DEFAULT_RANGE
+        self.kind_filter = DEFAULT_KIND
         self.error = self.notice = ""
         self.loaded = False
 
@@ -77,10 +78,15 @@ for _name, _member in MonitorState.__dict__.items():
 FakeMonitor._reload = PageMixin.__dict__["_reload"]
 
 
-def _create(api, graph: dict, prefix: str) -> tuple[str, str]:
+def _create(api, graph: dict, prefix: str, publish: bool = True) -> tuple[str, str]:
+    """A new workflow; published (its runs are production runs) unless `publish` is False (runs of
+    its draft are test runs)."""
     name = f"{prefix} {uuid.uuid4().hex[:6]}"
     created = api.client.post(f"{api.base()}/workflows", json={"name": name, "graph": graph}, headers=api.auth)
     assert created.status_code == 201, created.text
+    if publish:
+        published = api.client.post(f"{api.base()}/workflows/{created.json()['id']}/publish", headers=api.auth)
+        assert published.status_code == 200, published.text
     return created.json()["id"], name
 
 
@@ -205,3 +211,39 @@ def test_a_user_without_an_instance_sees_an_empty_monitor(api):
     assert page.range_total == 0 and page.cost_total == "CHF 0.00"
     page.tick("12:00:00")  # the timer does nothing without an instance
     assert page.live == [] and page.error == ""
+
+
+def test_test_runs_stay_out_of_the_production_view_and_show_under_test(api):
+    """A failed try-out of a draft raises no production figure; "Test runs" shows it, "All runs" both."""
+    production_id, _name = _create(api, PYTHON_GRAPH, "Live")
+    draft_id, draft_name = _create(api, PYTHON_GRAPH, "Trying", publish=False)
+    ok = _run(api, production_id, {"fail": False})
+    tried = _run(api, draft_id, {"fail": True})
+    assert (ok["status"], tried["status"]) == ("completed", "failed")
+
+    page = FakeMonitor("admin")
+    page.load()
+    assert page.kind_filter == "production" and page.error == ""
+    history = {row["id"]: row for row in page.history}
+    assert ok["id"] in history and tried["id"] not in history and not history[ok["id"]]["test"]
+    assert tried["id"] not in {row["id"] for row in page.failures}
+    production = (page.range_total, page.range_failed, page.range_error_rate)
+    assert page.days[-1]["failed"] == 0 and page.range_error_rate == "0.0 %"
+
+    page.set_kind_filter("test")
+    assert page.kind_filter == "test" and page.error == ""
+    assert [row["id"] for row in page.history] == [tried["id"]] and page.history[0]["test"]
+    assert [row["id"] for row in page.failures] == [tried["id"]] and page.failures[0]["workflow"] == draft_name
+    assert (page.range_total, page.range_failed, page.range_error_rate) == (1, 1, "100.0 %")
+    assert page.upcoming == []
+
+    page.set_kind_filter("all")
+    assert {ok["id"], tried["id"]} <= {row["id"] for row in page.history}
+    assert {row["id"]: row["test"] for row in page.history} == {ok["id"]: False, tried["id"]: True}
+    assert (page.range_total, page.range_failed) == (production[0] + 1, production[1] + 1)
+    page.set_workflow_filter(production_id)  # the other filters still narrow
+    assert [row["id"] for row in page.history] == [ok["id"]]
+
+    page.set_kind_filter("bogus")  # an unknown choice is the default
+    assert page.kind_filter == "production" and page.error == ""
+    assert [row["id"] for row in page.history] == [ok["id"]]

@@ -2,8 +2,9 @@
 
 Rights (another mandate sees nothing, OWN sees only own runs, foreign filters are 404), filters,
 keyset paging, daily counts with zero-filled days and the error rate, AI cost sums, upcoming
-schedules, and the AI cost the engine records per run step (ai.prompt against the scripted
-OpenAI-compatible server). On SQLite and PostgreSQL.
+schedules, test runs kept apart from production runs in every figure (the `kind` filter), and
+the AI cost the engine records per run step (ai.prompt against the scripted OpenAI-compatible
+server). On SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from backend.db.models import (
     AccessRule,
     FeatureAccess,
     FeatureAccessRole,
+    FeatureInstance,
     Role,
     RunStepLog,
     User,
@@ -103,9 +105,9 @@ def _workflow(session, instance, owner: User, name: str, graph: dict, active: bo
 
 def _run(session, workflow: tuple[str, str], instance, by: User, status: str, started: datetime,
          seconds: int | None = None, error: str | None = None, costs_chf: tuple[float | None, ...] = (),
-         trigger: str = "manual") -> str:
+         trigger: str = "manual", test: bool = False) -> str:
     run = WorkflowRun(workflow_id=workflow[0], version_id=workflow[1], mandate_id=instance.mandate_id,
-                      feature_instance_id=instance.id, status=status, trigger=trigger, error=error,
+                      feature_instance_id=instance.id, status=status, trigger=trigger, error=error, test=test,
                       pause_reason="humanTask" if status == "paused" else None, sys_created_by=by.id,
                       started_at=started, cost_chf=sum(c for c in costs_chf if c is not None) if costs_chf else None,
                       finished_at=started + timedelta(seconds=seconds) if seconds is not None else None)
@@ -370,6 +372,170 @@ def test_upcoming_scheduled_runs_soonest_first(world):
         assert [r.workflow_name for r in upcoming(carol, MonitorFilter(), now=NOW)] == ["Carol's"]
 
 
+# --- test runs and production runs -----------------------------------------------------------------
+
+
+def _add_test_runs(world: World) -> dict[str, str]:
+    """Test runs (of a draft, or retries of one) beside the world's production runs: today three
+    finished ones of Report (two failed, one with an AI cost) and a live one; yesterday Carol's own."""
+    with session_scope() as session:
+        a = session.get(FeatureInstance, world.editor_a)
+        alice, carol = session.get(User, world.users["alice"]), session.get(User, world.users["carol"])
+
+        def version(key: str) -> tuple[str, str]:
+            workflow_id = world.workflows[key]
+            return workflow_id, session.exec(select(WorkflowVersion.id).where(
+                WorkflowVersion.workflow_id == workflow_id)).first()
+
+        report, carols = version("report"), version("carols")
+        return {
+            "t_fail": _run(session, report, a, alice, "failed", NOW - timedelta(minutes=10), 1, error="tried",
+                           test=True),
+            "t_fail2": _run(session, report, a, alice, "failed", NOW - timedelta(minutes=20), 1, error="again",
+                            test=True),
+            "t_ok": _run(session, report, a, alice, "completed", NOW - timedelta(minutes=15), 2, costs_chf=(4.0,),
+                         test=True),
+            "t_live": _run(session, report, a, alice, "running", NOW - timedelta(minutes=2), test=True),
+            "c_test": _run(session, carols, a, carol, "failed", NOW - timedelta(days=1, minutes=5), 1, error="x",
+                           test=True),
+        }
+
+
+def _figures(access: AccessContext, filt: MonitorFilter) -> tuple:
+    """Everything the Monitor shows for `filt`: runs, live runs, failures, runs per day, costs, schedules."""
+    return (_all_pages(access, filt, 50), _ids(live_runs(access, filt)), _ids(recent_failures(access, filt)),
+            daily(access, filt, days=5, now=NOW), costs(access, filt, days=7, now=NOW),
+            [r.workflow_name for r in upcoming(access, filt, now=NOW)])
+
+
+def test_test_runs_are_kept_apart_from_production_runs_in_every_figure(world):
+    with session_scope() as session:
+        production_before = _figures(_as(session, world, "alice"), MonitorFilter())
+        carol_before = _figures(_as(session, world, "carol"), MonitorFilter())
+    test_runs = _add_test_runs(world)
+    with session_scope() as session:
+        alice, carol = _as(session, world, "alice"), _as(session, world, "carol")
+        # The default is production: trying things out changes no figure (error rate included).
+        assert MonitorFilter().kind == "production"
+        assert _figures(alice, MonitorFilter()) == production_before
+        assert _figures(alice, MonitorFilter(kind="production")) == production_before
+        assert _figures(carol, MonitorFilter()) == carol_before
+        assert not any(r.test for r in list_runs(alice, MonitorFilter()).rows)
+
+        # "test": only the test runs, in every figure
+        test = MonitorFilter(kind="test")
+        runs, live, failures, days, report, schedules = _figures(alice, test)
+        assert runs == [test_runs[k] for k in ("t_live", "t_fail", "t_ok", "t_fail2", "c_test")]  # newest first
+        assert all(r.test for r in list_runs(alice, test).rows)
+        assert live == [test_runs["t_live"]]
+        assert failures == [test_runs[k] for k in ("t_fail", "t_fail2", "c_test")]
+        today, yesterday = days[-1], days[-2]
+        assert (today.total, today.completed, today.failed) == (4, 1, 2)
+        assert today.error_rate == pytest.approx(2 / 3)
+        assert (yesterday.total, yesterday.failed) == (1, 1) and sum(d.total for d in days) == 5
+        assert report.total_chf == pytest.approx(4.0)
+        assert {(r.label, r.runs) for r in report.by_workflow} == {("Report", 4), ("Carol's", 1)}
+        assert schedules == []  # schedules start production runs
+        # OWN holds for test runs too: carol reads her own test run, not alice's
+        assert _all_pages(carol, test, 50) == [test_runs["c_test"]]
+        # narrowed further by status and workflow like any filter
+        assert _ids(list_runs(alice, MonitorFilter(kind="test", status="failed")).rows) == [
+            test_runs[k] for k in ("t_fail", "t_fail2", "c_test")]
+        assert list_runs(alice, MonitorFilter(kind="test", workflow_id=world.workflows["sync"])).rows == []
+
+        # "all": both, added up
+        everything = MonitorFilter(kind="all")
+        runs, live, failures, days, report, schedules = _figures(alice, everything)
+        assert set(runs) == set(production_before[0]) | set(test_runs.values())
+        assert live == [test_runs["t_live"], *production_before[1]]
+        assert failures[:2] == [test_runs["t_fail"], test_runs["t_fail2"]]
+        before_today = production_before[3][-1]
+        assert days[-1].total == before_today.total + 4 and days[-1].failed == before_today.failed + 2
+        assert report.total_chf == pytest.approx(production_before[4].total_chf + 4.0)
+        assert schedules == production_before[5]
+        assert {r.id for r in list_runs(alice, everything, limit=100).rows if r.test} == set(test_runs.values())
+
+        with pytest.raises(InvalidInput) as invalid:
+            list_runs(alice, MonitorFilter(kind="drafts"))
+        assert invalid.value.errors[0].field == "kind"
+
+
+def test_rest_counts_production_runs_unless_asked_for_test_runs(api, world):
+    test_runs = _add_test_runs(world)
+    with session_scope() as session:
+        token = issue_token(session, session.get(User, world.users["alice"])).token
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def runs(**params) -> list[dict]:
+        answer = api.client.get("/api/monitor/runs", params={"limit": 100, **params}, headers=headers)
+        assert answer.status_code == 200, answer.text
+        return answer.json()["items"]
+
+    production = runs()
+    assert production and not any(item["test"] for item in production)
+    assert runs(kind="production") == production
+    tested = runs(kind="test")
+    assert {item["id"] for item in tested} == set(test_runs.values())
+    assert all(item["test"] for item in tested)
+    assert len(runs(kind="all")) == len(production) + len(tested)
+
+    def overview(**params) -> dict:
+        # the window ends on the world's day, NOW
+        until = datetime.combine(NOW.date() + timedelta(days=1), datetime.min.time(), tzinfo=UTC).isoformat()
+        answer = api.client.get("/api/monitor/overview", params={"days": 3, "until": until, **params},
+                                headers=headers)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    default, test = overview(), overview(kind="test")
+    assert [i["id"] for i in test["live"]] == [test_runs["t_live"]]
+    assert test["recentFailures"][0]["id"] == test_runs["t_fail"] and test["upcoming"] == []
+    assert test["daily"][-1]["total"] == 4 and test["daily"][-1]["errorRate"] == pytest.approx(2 / 3)
+    assert test["daily"][-2]["total"] == 1 and test["costs"]["totalChf"] == pytest.approx(4.0)
+    assert test_runs["t_fail"] not in {i["id"] for i in default["recentFailures"]}
+    assert default["daily"][-1]["total"] == overview(kind="all")["daily"][-1]["total"] - 4
+
+    for path in ("/api/monitor/runs", "/api/monitor/overview"):
+        bad = api.client.get(path, params={"kind": "drafts"}, headers=headers)
+        assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "kind", bad.text
+    document = api.client.get("/api/openapi.json").json()
+    for path in ("/api/monitor/runs", "/api/monitor/overview"):
+        parameter = next(p for p in document["paths"][path]["get"]["parameters"] if p["name"] == "kind")
+        assert parameter["in"] == "query" and not parameter.get("required", False)
+        assert parameter["schema"]["enum"] == ["production", "test", "all"]
+        assert parameter["schema"]["default"] == "production"
+
+
+def test_runs_of_a_draft_and_their_retries_are_test_runs_published_ones_production(api):
+    graph = {"nodes": [{"id": "start", "type": "trigger.manual", "parameters": {}},
+                       {"id": "echo", "type": "context.transform",
+                        "parameters": {"data": "{{ input }}", "template": "hi"}}],
+             "edges": [{"source": "start", "target": "echo"}]}
+    created = api.client.post(f"{api.base()}/workflows", json={"name": f"wf-{uuid.uuid4().hex}", "graph": graph},
+                              headers=api.auth)
+    assert created.status_code == 201, created.text
+    workflow_id = created.json()["id"]
+    draft_run = api.client.post(f"{api.base()}/workflows/{workflow_id}/runs", json={}, headers=api.auth).json()
+    assert draft_run["status"] == "completed", draft_run
+    published = api.client.post(f"{api.base()}/workflows/{workflow_id}/publish", headers=api.auth)
+    assert published.status_code == 200, published.text
+    live_run = api.client.post(f"{api.base()}/workflows/{workflow_id}/runs", json={}, headers=api.auth).json()
+    assert live_run["status"] == "completed", live_run
+
+    def listed(kind: str) -> list[str]:
+        answer = api.client.get("/api/monitor/runs", params={"workflowId": workflow_id, "kind": kind},
+                                headers=api.auth)
+        assert answer.status_code == 200, answer.text
+        return [item["id"] for item in answer.json()["items"]]
+
+    assert listed("production") == [live_run["id"]]
+    assert listed("test") == [draft_run["id"]]
+    assert listed("all") == [live_run["id"], draft_run["id"]]
+    with session_scope() as session:
+        assert session.get(WorkflowRun, draft_run["id"]).test is True
+        assert session.get(WorkflowRun, live_run["id"]).test is False
+
+
 # --- REST -----------------------------------------------------------------------------------------
 
 
@@ -429,7 +595,9 @@ def test_the_engine_records_each_steps_ai_cost(api, ai_server):
         stored = session.exec(select(RunStepLog).where(RunStepLog.run_id == run["id"],
                                                        RunStepLog.node_id == "ask")).one()
         assert stored.cost_chf == pytest.approx(expected)
-    listed = api.client.get("/api/monitor/runs", params={"workflowId": created.json()["id"]}, headers=api.auth).json()
+    # a REST run of the draft is a test run
+    listed = api.client.get("/api/monitor/runs", params={"workflowId": created.json()["id"], "kind": "test"},
+                            headers=api.auth).json()
     assert listed["items"][0]["costChf"] == pytest.approx(expected)
 
 

@@ -34,7 +34,7 @@ NOW = datetime(2025, 5, 14, 12, 0, tzinfo=UTC)
 def run(**fields) -> SimpleNamespace:
     base = dict(id="r1", workflow_id="w1", workflow_name="Invoices", instance_id="i1", instance_label="GE",
                 status="completed", pause_reason=None, trigger="manual", started_at=NOW - timedelta(seconds=90),
-                finished_at=NOW, duration_ms=1234, error=None, cost_chf=0.0)
+                finished_at=NOW, duration_ms=1234, error=None, cost_chf=0.0, test=False)
     return SimpleNamespace(**{**base, **fields})
 
 
@@ -82,17 +82,21 @@ def test_the_filter_of_the_page_choices():
     assert monitor_filter(ALL, ALL, ALL, "90d", now=NOW, with_range=False).since is None
     assert monitor_filter(ALL, ALL, ALL, "bogus", now=NOW).since == NOW - timedelta(days=7)
     assert [chart_days(k) for k in RANGES] == [2, 7, 30, 90]
+    # production runs unless the page asks for test runs or all; an unknown choice is production
+    assert everything.kind == "production"
+    assert [monitor_filter(ALL, ALL, ALL, "7d", now=NOW, kind=k).kind for k in ("test", "all", "bogus")] == [
+        "test", "all", "production"]
 
 
 def test_history_and_failure_rows_are_display_strings_with_trace_links():
     rows = history_rows([run(), run(id="r2", status="running", trigger=None, finished_at=None, duration_ms=None,
                                     cost_chf=0.0123)])
-    assert rows[0] == {"id": "r1", "workflow": "Invoices", "instance": "GE", "status": "completed",
+    assert rows[0] == {"id": "r1", "test": False, "workflow": "Invoices", "instance": "GE", "status": "completed",
                        "trigger": "manual", "started": "2025-05-14 11:58 UTC", "duration": "1.2 s",
                        "cost": "CHF 0.00", "href": "/editor/w1?run=r1"}
     assert (rows[1]["trigger"], rows[1]["duration"]) == ("manual", "running")
-    failed = failure_rows([run(status="failed", error="ZeroDivisionError: division by zero")])
-    assert failed == [{"id": "r1", "workflow": "Invoices", "when": "2025-05-14 12:00 UTC",
+    failed = failure_rows([run(status="failed", error="ZeroDivisionError: division by zero", test=True)])
+    assert failed == [{"id": "r1", "test": True, "workflow": "Invoices", "when": "2025-05-14 12:00 UTC",
                        "error": "ZeroDivisionError: division by zero", "href": "/editor/w1?run=r1"}]
     assert failure_rows([run(error=None)])[0]["error"] == "(no message)"
 
