@@ -127,10 +127,10 @@ class AgentChatMixin(rx.State, mixin=True):
     def _chat_disabled_reason(self) -> str:
         if not self.loaded or not self.instance_id:
             return ""
+        if not self.can_use_agent:  # a missing right first: only who may use the agent needs a provider
+            return self._no_agent_reason
         if not self.provider_configured:
             return NO_PROVIDER
-        if not self.can_use_agent:
-            return self._no_agent_reason
         return self._chat_closed_reason()
 
     def _chat_closed_reason(self) -> str:

@@ -38,7 +38,7 @@ from state.editor_params import EditorParamsMixin
 from state.editor_runs import EditorRunsMixin, named_once
 from state.editor_versions import EditorVersionsMixin
 from state.instance_choice import InstanceChoiceMixin
-from state.page import PageMixin, user_message
+from state.page import PageMixin, routed_id, user_message
 from state.param_fields import ParamField, fields_of, parse_value
 from state.permissions import requires, requires_door
 
@@ -75,12 +75,6 @@ def _palette_groups(query: str) -> list[PaletteGroup]:
             groups.setdefault(_group_name(node_type), []).append(
                 PaletteEntry(type=node_type.type, label=node_type.label, description=node_type.description))
     return [PaletteGroup(name=name, entries=entries) for name, entries in groups.items()]
-
-
-def routed_workflow_id(path: str) -> str:
-    """The workflow id in an editor address path ("/editor/<id>", maybe behind a frontend prefix)."""
-    _head, found, rest = path.rstrip("/").rpartition("/editor/")
-    return rest if found and "/" not in rest else ""
 
 
 def editor_interface(session, user, workflow_id: str) -> tuple[GraphicalEditorInterface, Workflow]:
@@ -149,7 +143,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
     # --- loading --------------------------------------------------------------------------------
 
     def _refresh(self) -> None:
-        self.workflow_id = routed_workflow_id(self.router.url.path)
+        self.workflow_id = routed_id(self.router.url.path, "editor")
         with self._user_session() as (session, user):
             self._load_navigation(session, user)
             try:
@@ -210,7 +204,8 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
     @rx.event
     @requires_door(Door.list_workflows)
     def open_recent(self):
-        """/editor: open the workflow changed last, or the Workflows page when there is none."""
+        """/editor: open the workflow changed last in the header's instance, or the Workflows page when
+        it has none."""
         try:
             with self._user_session() as (session, user):
                 newest = last_changed_workflow(user, session)

@@ -14,6 +14,7 @@ import reflex as rx
 from backend.db import session_scope
 from backend.errors import InvalidInput, NotFound
 from backend.triggers import forms, launch
+from state.page import routed_id
 from state.permissions import requires
 
 BUSY = "The service is busy right now. Please try again shortly."
@@ -52,7 +53,7 @@ class FormPageState(rx.State):
     run_id: str = ""
 
     def _target(self) -> str:
-        return str(self.router.page.params.get("workflow_id") or "").strip()
+        return routed_id(self.router.url.path, "forms").strip()
 
     @rx.event
     @requires("public")

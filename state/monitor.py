@@ -22,6 +22,7 @@ from backend.monitoring import service as monitoring
 from backend.monitoring.service import Monitor, MonitorFilter
 from backend.rbac.access import AccessContext
 from state.auth import AuthState, NotSignedIn
+from state.instance_choice import InstanceChoiceMixin
 from state.page import PageMixin, user_message
 from state.permissions import requires_door
 
@@ -254,7 +255,7 @@ def percent(part: int, whole: int) -> str:
 # --- the state -----------------------------------------------------------------------------------
 
 
-class MonitorState(PageMixin, AuthState):
+class MonitorState(InstanceChoiceMixin, PageMixin, AuthState):
     """Filters, live runs, upcoming runs, charts, costs, failures and the run history's page."""
 
     instances: list[Option] = []
@@ -294,6 +295,8 @@ class MonitorState(PageMixin, AuthState):
             self._load_navigation(session, user)
             monitor = Monitor(AccessContext(session, user))
             self._load_options(monitor)
+            self._show_all_instances(session, user, self.instance_filter, "All instances",
+                                     only={o["id"] for o in self.instances})
             self._load_live(monitor)
             self._load_overview(monitor)
             self._load_history(monitor)
@@ -375,6 +378,11 @@ class MonitorState(PageMixin, AuthState):
         if not self.loaded or not self.has_instances:
             return None
         return self._read(self._load_live)
+
+    def _instance_switched(self, instance_id: str):
+        self.instance_filter = instance_id or ALL
+        self.workflow_filter = ALL
+        return self._filters_changed()
 
     def _filters_changed(self):
         self.error = ""

@@ -15,6 +15,15 @@ from state.auth import NotSignedIn
 from state.permissions import requires
 
 
+def routed_id(path: str, page: str) -> str:
+    """The id in a page address "/<page>/<id>" (maybe behind a frontend prefix); "" when there is none.
+
+    Read from the address itself (router.url), not Reflex's deprecated RouterData.page.
+    """
+    _head, found, rest = path.rstrip("/").rpartition(f"/{page}/")
+    return rest if found and "/" not in rest else ""
+
+
 def user_message(exc: Exception) -> str:
     """A backend error as the page shows it (the REST field prefix "name: " is dropped)."""
     return str(exc).removeprefix("name: ")

@@ -402,4 +402,5 @@ def monitor_page() -> rx.Component:
                 dashboard(),
             ),
         ),
+        instance=MonitorState,
     )

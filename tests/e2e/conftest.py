@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.ai_server import ScriptedAiServer
 from tests.oidc_provider import Provider, serve
@@ -34,6 +34,11 @@ CHROMIUM_ARGS = [
 ]
 ADMIN_PASSWORD = "e2e-admin-pass"
 START_TIMEOUT = 600  # the first start installs the frontend from the npm registry
+# How long an `expect(...)` waits (Playwright's default is 5 s): the dev server compiles a page's
+# modules on its first visit, which takes several seconds on a loaded machine (make test runs the
+# browser tests beside the backend tests). Polls end as soon as the condition holds.
+EXPECT_TIMEOUT_MS = 20_000
+expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 OIDC_CLIENT_ID = "poweron-e2e"
 OIDC_CLIENT_SECRET = "e2e-sso-secret"
 SSO_MANDATE = "SSO Staff"  # POWERON_OIDC_MANDATE of the app; not there at start

@@ -6,15 +6,11 @@ active published form for /forms/…) is opened in real Chromium, signed out and
 the administrator. Every console message and uncaught page error is collected; the test fails on
 errors, on warnings (React's hydration mismatches, "Warning: …", missing list keys, …) and on any
 message that reads like a React warning whatever its level, naming page and message.
-
-Messages caused by files another helper of issue 16 owns are listed in KNOWN_ELSEWHERE, each
-matched narrowly and named with its owner: the lead removes those entries after merging.
 """
 
 from __future__ import annotations
 
 import ast
-import fnmatch
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -42,26 +38,6 @@ REACT_WARNING = re.compile(r"^Warning: |hydration|unique \"key\" prop|Each child
 FAILING_TYPES = {"error", "warning", "assert"}
 
 
-@dataclass(frozen=True)
-class Known:
-    """A console message caused by a file another helper of issue 16 owns, allowed until then."""
-
-    route: str           # fnmatch pattern of the page's path, e.g. "/editor/*"
-    message: re.Pattern  # matches the start of the message
-    owner: str           # whose file causes it, and why
-
-    def allows(self, path: str, text: str) -> bool:
-        return fnmatch.fnmatch(path, self.route) and bool(self.message.match(text))
-
-
-# TEMPORARY: the lead removes these entries after merging the owners' branches (issue 16).
-KNOWN_ELSEWHERE: tuple[Known, ...] = (
-    Known("/editor*", re.compile(r"React Flow: It seems like you are hiding the attribution"),
-          "editor helper: components/flow_canvas.jsx passes proOptions={{hideAttribution: true}}, for which "
-          "React Flow warns on every mount"),
-)
-
-
 @dataclass
 class Console:
     """The console messages and page errors of one page, by the path they appeared on."""
@@ -87,7 +63,7 @@ class Console:
         found = []
         for path, kind, text in self.messages:
             failing = kind in FAILING_TYPES or kind == "pageerror" or REACT_WARNING.search(text)
-            if failing and not any(known.allows(path, text) for known in KNOWN_ELSEWHERE):
+            if failing:
                 found.append(f"{path} [{kind}] {text[:500]}")
         return found
 

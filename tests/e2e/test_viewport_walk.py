@@ -10,16 +10,11 @@ buttons of the first ROWS_PER_TABLE rows stand for the rows below, which are dra
 must be within the window once scrolled into view, with the page scrolled vertically only (a page
 wider than the window clips), and clickable: Playwright's actionability checks of
 `click(trial=True)` (visible, stable, enabled, receiving the click — not covered by anything).
-
-Failures caused by files another helper of issue 16 owns are listed in KNOWN_ELSEWHERE, matched
-narrowly and named with their owner: the lead removes those entries after merging.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from dataclasses import dataclass
 
 from playwright.sync_api import Error, Page, expect
 
@@ -53,22 +48,6 @@ MARK_PRIMARY_BUTTONS = f"""(rowsPerTable) => {{
 }}"""
 
 
-@dataclass(frozen=True)
-class Known:
-    """A clipped or covered button in a file another helper of issue 16 owns, allowed until then."""
-
-    route: str           # fnmatch pattern of the page's path
-    button: re.Pattern   # matches the start of the button's label (see MARK_PRIMARY_BUTTONS)
-    owner: str           # whose file causes it, and why
-
-    def allows(self, path: str, label: str) -> bool:
-        return fnmatch.fnmatch(path, self.route) and bool(self.button.match(label))
-
-
-# TEMPORARY: the lead removes these entries after merging the owners' branches (issue 16).
-KNOWN_ELSEWHERE: tuple[Known, ...] = ()
-
-
 def page_problems(page: Page, path: str, checked: list[str]) -> list[str]:
     """What is wrong with the primary buttons of the open page, at the current window size; the
     buttons looked at are added to `checked`."""
@@ -80,8 +59,6 @@ def page_problems(page: Page, path: str, checked: list[str]) -> list[str]:
     labels = page.evaluate(MARK_PRIMARY_BUTTONS, ROWS_PER_TABLE)
     checked += [f"{path} {label}" for label in labels]
     for index, label in enumerate(labels):
-        if any(known.allows(path, label) for known in KNOWN_ELSEWHERE):
-            continue
         button = page.locator(f"[{MARK}='{index}']")
         if button.count() != 1:  # re-rendered meanwhile: its label is still checked on the next size
             continue

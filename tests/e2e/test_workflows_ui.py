@@ -95,7 +95,7 @@ def test_every_navigation_entry_opens_its_page(page: Page):
     sign_in(page, "admin", ADMIN_PASSWORD)
     expect(page).to_have_url(re.compile(r"/workflows$"))
     pages = (("monitor", "Monitor", "#monitor-range"), ("inbox", "Inbox", "#tab-pending"),
-             ("workspace", "Workspace", "#chat-input"), ("workflows", "Workflows", "#workflow-table"))
+             ("workspace", "Workspace", "#chat-input"), ("workflows", "Workflows", "#workflow-table, #empty-state"))
     for nav, title, content in pages:
         page.locator(f"#nav-{nav}").click()
         expect(page.locator("#page-title")).to_have_text(title)

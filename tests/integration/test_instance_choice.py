@@ -195,3 +195,22 @@ def test_a_user_without_any_instance_gets_none_and_cannot_choose_one(app_config)
         with signed_in("nora") as access:
             choose_instance(access, default_instance(GE), GE)
     assert recent_of("nora") is None
+
+
+def test_the_editor_entry_opens_the_newest_workflow_of_the_current_instance(app_config):
+    from backend.features.graphical_editor.interface import GraphicalEditorInterface, last_changed_workflow
+
+    with session_scope() as session:
+        other = new_instance(session, "Gamma AG", GE, "Gamma Flows")
+        admin = session.exec(select(User).where(User.username == "admin")).one()
+        access = AccessContext(session, admin)
+        in_default = GraphicalEditorInterface(access, session.get(FeatureInstance, default_instance(GE))
+                                              ).create_workflow("Default's")
+        newest_elsewhere = GraphicalEditorInterface(access, other).create_workflow("Gamma's")
+        in_default_id, elsewhere_id = in_default.id, newest_elsewhere.id
+    with signed_in("admin") as access:  # the header names Default's editor: its newest, not Gamma's
+        assert last_changed_workflow(access.user, access.session).id == in_default_id
+    with signed_in("admin") as access:
+        choose_instance(access, other.id, GE)
+    with signed_in("admin") as access:
+        assert last_changed_workflow(access.user, access.session).id == elsewhere_id

@@ -19,6 +19,7 @@ from sqlmodel import select
 import state.monitor as monitor_state
 from backend.db import session_scope
 from backend.db.models import User
+from state.instance_choice import InstanceChoiceMixin
 from state.monitor import ALL, DEFAULT_KIND, DEFAULT_RANGE, MonitorState
 from state.page import PageMixin
 
@@ -72,9 +73,10 @@ class FakeMonitor:
         raise AttributeError(name)
 
 
-for _name, _member in MonitorState.__dict__.items():
-    if _name.startswith("_") and not _name.startswith("__") and isinstance(_member, FunctionType):
-        setattr(FakeMonitor, _name, _member)
+for _source in (InstanceChoiceMixin, MonitorState):  # the header's instance choice, then the page's own
+    for _name, _member in _source.__dict__.items():
+        if _name.startswith("_") and not _name.startswith("__") and isinstance(_member, FunctionType):
+            setattr(FakeMonitor, _name, _member)
 FakeMonitor._reload = PageMixin.__dict__["_reload"]
 
 

@@ -13,10 +13,9 @@ from backend.errors import FieldError, InvalidInput
 from backend.workflows import graph_edit
 from backend.workflows.node_types import palette
 from backend.workflows.validation import node_errors, validate_graph
-from state.editor import routed_workflow_id
 from state.editor_chat import ASK_AI_NO_PROVIDER, ai_help
 from state.editor_runs import named_once, node_labels, run_error_text, run_version, trace_rows, without_node
-from state.page import user_message
+from state.page import routed_id, user_message
 
 # --- new nodes --------------------------------------------------------------------------------------
 
@@ -63,7 +62,8 @@ def test_given_parameters_win_over_the_defaults_and_each_node_gets_its_own_copy(
     ("/editor", ""), ("/editor/", ""), ("/workflows", ""), ("/editor/a/b", ""),
 ])
 def test_the_workflow_id_comes_from_the_address(path, expected):
-    assert routed_workflow_id(path) == expected
+    assert routed_id(path, "editor") == expected
+    assert routed_id(path.replace("editor", "forms"), "forms") == expected
 
 
 # --- test runs and the trace ------------------------------------------------------------------------

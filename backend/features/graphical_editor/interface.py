@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from backend.workflows.assignees import AssigneeChoices
 
 __all__ = ["FEATURE_CODE", "EditorRights", "GraphicalEditorInterface", "PageRights", "VersionView",
-           "WorkflowSummary", "WorkflowView", "editor_instances", "get_interface", "interface_of_workflow",
+           "WorkflowSummary", "WorkflowView", "get_interface", "interface_of_workflow",
            "last_changed_workflow"]
 
 VERSION_ACTIONS = ("publish", "unpublish", "archive", "restore")
@@ -569,21 +569,18 @@ def interface_of_workflow(user: User, workflow_id: str, session: Session) -> tup
     return iface, iface.get_workflow(workflow_id)
 
 
-def editor_instances(user: User, session: Session) -> list[FeatureInstance]:
-    """The Graphical Editor instances the user may open."""
-    return AccessContext(session, user).visible_instances(FEATURE_CODE)
-
-
 def last_changed_workflow(user: User, session: Session) -> Workflow | None:
-    """The workflow changed last among those the user may read in any instance they may open."""
-    newest = None
+    """The workflow changed last among those the user may read in their current Graphical Editor
+    instance (the one the page header names: backend/instance_choice.py); None when it has none."""
+    from backend.instance_choice import InstanceChoice  # it imports the bootstrap, which imports features
+
     access = AccessContext(session, user)
-    for instance in access.visible_instances(FEATURE_CODE):
-        try:
-            workflows = GraphicalEditorInterface(access, instance).list_workflows()
-        except DomainError:
-            continue
-        for workflow in workflows:
-            if newest is None or workflow.sys_modified_at > newest.sys_modified_at:
-                newest = workflow
-    return newest
+    current = InstanceChoice(access).current(FEATURE_CODE).chosen
+    instance = access.require_instance(current.id, FEATURE_CODE) if current is not None else None
+    if instance is None:
+        return None
+    try:
+        workflows = GraphicalEditorInterface(access, instance).list_workflows()
+    except DomainError:
+        return None
+    return max(workflows, key=lambda workflow: workflow.sys_modified_at, default=None)
