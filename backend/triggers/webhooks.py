@@ -42,6 +42,8 @@ is enforced by the route while reading the body.
 from __future__ import annotations
 
 import logging
+import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +82,11 @@ WEBHOOK_CALLS_KEPT = 20  # newest webhook_call rows kept per workflow
 # WEBHOOK_CALLS_KEPT + PRUNE_EVERY - 1 rows per process logging its calls; readers take the newest.
 PRUNE_EVERY = 8
 _calls_added: dict[str, int] = {}
+# Refusals are written by calls nobody signed: a flood of them must not become a flood of writes.
+# Per workflow and process at most REFUSALS_LOGGED refusals are recorded per REFUSAL_WINDOW_SECONDS
+# (the first ones of a burst; the caller's answer is the same either way).
+REFUSALS_LOGGED, REFUSAL_WINDOW_SECONDS = WEBHOOK_CALLS_KEPT, 60.0
+_refusals_logged: dict[str, deque[float]] = {}
 PATH_MAX, METHOD_MAX, MESSAGE_MAX = 200, 8, 500  # WebhookCall columns
 SHOWN_PATH_MAX = 100  # of a caller's path repeated in a message
 ACCEPTED = "accepted: run started"
@@ -276,8 +283,14 @@ def _add_call(session: Session, workflow_id: str, path: str, method: str, status
 def record_refusal(workflow_id: str, path: str, method: str, status: int, message: str) -> None:
     """Log a refused call of a workflow that exists (its own short transaction; nothing for unknown ids).
 
-    A failure to record is logged and never changes the answer the caller gets.
+    A failure to record is logged and never changes the answer the caller gets. At most
+    REFUSALS_LOGGED refusals per workflow are recorded per REFUSAL_WINDOW_SECONDS in this process.
     """
+    now = time.monotonic()
+    recent = _refusals_logged.setdefault(workflow_id, deque(maxlen=REFUSALS_LOGGED))
+    if len(recent) == REFUSALS_LOGGED and now - recent[0] < REFUSAL_WINDOW_SECONDS:
+        return
+    recent.append(now)
     try:
         with write_gate(), session_scope() as session:
             if workflow_id and session.get(Workflow, workflow_id) is not None:

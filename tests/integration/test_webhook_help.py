@@ -197,18 +197,20 @@ def test_the_log_keeps_the_newest_calls_of_each_workflow(api):
     assert call(api, other_id, body, sign(secret, body), path="other").status_code == 404
     kept, every = webhooks.WEBHOOK_CALLS_KEPT, webhooks.PRUNE_EVERY
     total = every * -(-2 * kept // every)  # a multiple of PRUNE_EVERY (at least 2 × kept): the last call prunes
-    for n in range(total):
-        assert call(api, workflow_id, body, sign(secret, body), path=f"p{n}").status_code == 404
+    run_ids = []
+    for _n in range(total):
+        accepted = call(api, workflow_id, body, sign(secret, body))
+        assert accepted.status_code == 202, accepted.text
+        run_ids.append(accepted.json()["runId"])
         assert len(logged(workflow_id)) <= kept + every - 1  # pruned in the transaction of every few calls
-    rows = logged(workflow_id)
-    assert [r.path for r in rows] == [f"p{n}" for n in reversed(range(total - kept, total))]
+    assert [r.run_id for r in logged(workflow_id)] == list(reversed(run_ids[-kept:]))
     assert [r.path for r in logged(other_id)] == ["other"]  # another workflow's log is its own
-    accepted = call(api, workflow_id, body, sign(secret, body))
-    assert accepted.status_code == 202
+    refused = call(api, workflow_id, body, sign(secret, body), path="elsewhere")
+    assert refused.status_code == 404
     shown = help_for("admin", workflow_id).calls  # the newest WEBHOOK_CALLS_KEPT, newest first
     assert len(shown) == kept
-    assert shown[0].status_code == 202 and shown[0].run_id == accepted.json()["runId"]
-    assert [c.path for c in shown[1:]] == [f"p{n}" for n in reversed(range(total - kept + 1, total))]
+    assert shown[0].status_code == 404 and shown[0].path == "elsewhere" and shown[0].run_id is None
+    assert [c.run_id for c in shown[1:]] == list(reversed(run_ids[-(kept - 1):]))
 
 
 def test_the_openapi_document_names_every_webhook_answer():
@@ -373,3 +375,18 @@ def test_only_people_who_may_change_workflows_get_the_assignee_choices(api):
         iface = get_interface(session.get(User, reader.id), None, api.instance_id, session)
         with pytest.raises(Forbidden):
             iface.assignee_options()
+
+
+def test_a_flood_of_unsigned_calls_is_answered_but_logged_only_up_to_the_cap(api):
+    from backend.triggers.webhooks import REFUSALS_LOGGED
+
+    secret = new_secret()
+    live = create_published(api, echo_graph(trigger(secret)))
+    body = b'{"order": 1}'
+    for _ in range(REFUSALS_LOGGED + 15):  # nobody signed these: each is refused, few are written
+        answer = call(api, live, body, sign(new_secret(), body))
+        assert answer.status_code == 401
+    assert [r.status_code for r in logged(live)] == [401] * REFUSALS_LOGGED
+    accepted = call(api, live, body, sign(secret, body))  # a signed call is still logged at once
+    assert accepted.status_code == 202, accepted.text
+    assert logged(live)[0].status_code == 202
