@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shlex
 import uuid
 
 import httpx
@@ -19,6 +18,7 @@ from playwright.sync_api import Page, expect
 from tests.e2e.conftest import RunningApp
 from tests.e2e.test_editor_ui import api, new_workflow, node, open_editor, saved, select
 from tests.e2e.test_workflows_ui import sign_in
+from tests.integration.trigger_support import curl_parts
 
 pytestmark = __import__("pytest").mark.e2e
 
@@ -57,15 +57,7 @@ def publish(running_app: RunningApp, workflow_id: str, active: bool) -> None:
 
 def curl_call(command: str) -> httpx.Response:
     """Send the request the page's curl command describes, as a shell would."""
-    words = shlex.split(command.replace("\\\n", " "))
-    method, url, headers, body = words[2], words[3], {}, b""
-    rest = iter(words[4:])
-    for word in rest:
-        if word == "-H":
-            name, _, value = next(rest).partition(": ")
-            headers[name] = value
-        elif word == "--data-raw":
-            body = next(rest).encode()
+    method, url, headers, body = curl_parts(command)
     return httpx.request(method, url, headers=headers, content=body)
 
 

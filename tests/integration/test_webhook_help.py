@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shlex
 import threading
 import uuid
 
@@ -26,7 +25,15 @@ from backend.tenancy import create_feature_instance, create_mandate, grant_insta
 from backend.triggers import secrets, webhook_help, webhooks
 from backend.triggers.secrets import MASK
 from backend.workflows.validation import validate_graph
-from tests.integration.trigger_support import create_published, echo_graph, new_secret, runs_of, sign, wait_for_run
+from tests.integration.trigger_support import (
+    create_published,
+    curl_parts,
+    echo_graph,
+    new_secret,
+    runs_of,
+    sign,
+    wait_for_run,
+)
 
 SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -66,21 +73,6 @@ def help_for(username_or_user, workflow_id: str, node_id: str = "start") -> webh
         workflow = session.get(Workflow, workflow_id)
         iface = get_interface(user, None, workflow.feature_instance_id, session)
         return iface.webhook_help(iface.get_workflow(workflow_id), node_id)
-
-
-def curl_parts(command: str) -> tuple[str, str, dict[str, str], bytes]:
-    """(method, url, headers, body) of the example curl command, as a shell would split it."""
-    words = shlex.split(command.replace("\\\n", " "))
-    assert words[0] == "curl" and words[1] == "-X"
-    method, url, headers, body = words[2], words[3], {}, b""
-    rest = iter(words[4:])
-    for word in rest:
-        if word == "-H":
-            name, _, value = next(rest).partition(": ")
-            headers[name] = value
-        elif word == "--data-raw":
-            body = next(rest).encode()
-    return method, url, headers, body
 
 
 # --- answers and the call log ------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shlex
 import time
 import uuid
 from datetime import UTC, datetime
@@ -68,3 +69,18 @@ def runs_of(workflow_id: str) -> list[Any]:
 
     with session_scope() as session:
         return list(session.exec(select(WorkflowRun).where(WorkflowRun.workflow_id == workflow_id)).all())
+
+
+def curl_parts(command: str) -> tuple[str, str, dict[str, str], bytes]:
+    """(method, url, headers, body) of the example curl command, as a shell would split it."""
+    words = shlex.split(command.replace("\\\n", " "))
+    assert words[0] == "curl" and words[1] == "-X"
+    method, url, headers, body = words[2], words[3], {}, b""
+    rest = iter(words[4:])
+    for word in rest:
+        if word == "-H":
+            name, _, value = next(rest).partition(": ")
+            headers[name] = value
+        elif word == "--data-raw":
+            body = next(rest).encode()
+    return method, url, headers, body
