@@ -205,6 +205,29 @@ function Canvas(props) {
     setMinimap(storedMinimap());
   }, []);
 
+  // The state selected one node (just added from the palette, or a trace row was clicked): when it
+  // lies outside the visible part of the canvas, pan to it (the zoom stays), once it is measured.
+  useEffect(() => {
+    if (selectedIds.length !== 1) return undefined;
+    let frame = 0;
+    const reveal = (tries) => {
+      const node = flow.getInternalNode(selectedIds[0]);
+      if (!node || !measured(node)) {
+        if (tries > 0) frame = requestAnimationFrame(() => reveal(tries - 1));
+        return;
+      }
+      const { width, height, transform } = store.getState();
+      const [x, y, zoom] = transform;
+      const { x: left, y: top } = node.internals.positionAbsolute;
+      const right = left + (node.measured?.width ?? node.width ?? 0);
+      const bottom = top + (node.measured?.height ?? node.height ?? 0);
+      const visible = left >= -x / zoom && top >= -y / zoom && right <= (width - x) / zoom && bottom <= (height - y) / zoom;
+      if (!visible) flow.setCenter((left + right) / 2, (top + bottom) / 2, { zoom, duration: 200 });
+    };
+    frame = requestAnimationFrame(() => reveal(30));
+    return () => cancelAnimationFrame(frame);
+  }, [selectedIds, flow, store]);
+
   const toggleMinimap = useCallback(() => {
     setMinimap((shown) => {
       try {

@@ -29,23 +29,28 @@ def nav_id(label: str) -> str:
     return "nav-" + label.lower().replace(" ", "-")
 
 
-def inbox_count() -> rx.Component:
+def inbox_count(compact: bool = False) -> rx.Component:
     """The Inbox entry's badge: pending tasks the user may complete, re-read every 5 s while the
-    page is open (the hidden moment ticks in the browser; it fires once on mount too)."""
+    page is open (the hidden moment ticks in the browser; it fires once on mount too). In the
+    compact navigation it sits on the icon's corner."""
+    corner = {"position": "absolute", "top": "-0.2em", "right": "-0.2em"} if compact else {}
     return rx.fragment(
         rx.cond(InboxCountState.pending > 0,
                 rx.badge(InboxCountState.pending, id="inbox-count", color_scheme="red", variant="solid",
-                         radius="full", size="1")),
+                         radius="full", size="1", **corner)),
         rx.moment(interval=5000, format="x", on_change=InboxCountState.refresh, display="none"),
     )
 
 
-def nav_link(label: str, href: str, icon: str, active: str) -> rx.Component:
-    """One navigation entry, highlighted when it is the current page."""
+def nav_link(label: str, href: str, icon: str, active: str, compact: bool = False) -> rx.Component:
+    """One navigation entry, highlighted when it is the current page; compact: its icon alone, the
+    label as tooltip."""
     is_active = label == active
+    badge = [inbox_count(compact)] if label == "Inbox" else []
+    content = rx.box(rx.icon(icon, size=18), *badge, position="relative", display="flex") if compact else \
+        rx.hstack(rx.icon(icon, size=18), rx.text(label, size="3"), *badge, spacing="3", align="center")
     return rx.link(
-        rx.hstack(rx.icon(icon, size=18), rx.text(label, size="3"), *([inbox_count()] if label == "Inbox" else []),
-                  spacing="3", align="center"),
+        content,
         href=href,
         id=nav_id(label),
         underline="none",
@@ -56,26 +61,30 @@ def nav_link(label: str, href: str, icon: str, active: str) -> rx.Component:
         border_radius="6px",
         background_color=rx.color("accent", 4) if is_active else "transparent",
         width="100%",
+        **({"title": label, "aria_label": label} if compact else {}),
     )
 
 
-def gated_nav_link(label: str, href: str, icon: str, flag: str | None, active: str) -> rx.Component:
+def gated_nav_link(label: str, href: str, icon: str, flag: str | None, active: str,
+                   compact: bool = False) -> rx.Component:
     """A navigation entry shown only when the signed-in user may use that page."""
-    link = nav_link(label, href, icon, active)
+    link = nav_link(label, href, icon, active, compact)
     return link if flag is None else rx.cond(getattr(AuthState, flag), link)
 
 
-def sidebar(active: str) -> rx.Component:
+def sidebar(active: str, compact: bool = False) -> rx.Component:
+    """The navigation; compact (the Editor, which needs the room): icons only."""
     return rx.vstack(
-        rx.heading("PowerOn", size="5", padding_x="0.75em", padding_y="0.5em"),
-        *[gated_nav_link(label, href, icon, flag, active) for label, href, icon, flag in NAV_ITEMS],
-        width="14em",
+        rx.heading("P" if compact else "PowerOn", size="5", padding_x="0.75em", padding_y="0.5em",
+                   title="PowerOn"),
+        *[gated_nav_link(label, href, icon, flag, active, compact) for label, href, icon, flag in NAV_ITEMS],
+        width="3.75em" if compact else "14em",
         flex_shrink="0",
         height="100vh",
         position="sticky",
         top="0",
         overflow_y="auto",
-        padding="1em 0.5em",
+        padding="1em 0.25em" if compact else "1em 0.5em",
         border_right=f"1px solid {rx.color('gray', 5)}",
         spacing="1",
     )
@@ -200,7 +209,7 @@ def topbar(title: str, instance: Any = None) -> rx.Component:
     )
 
 
-def page_shell(title: str, *children: rx.Component, instance: Any = None) -> rx.Component:
+def page_shell(title: str, *children: rx.Component, instance: Any = None, compact: bool = False) -> rx.Component:
     """A signed-in page: shell around `children`.
 
     Args:
@@ -209,11 +218,15 @@ def page_shell(title: str, *children: rx.Component, instance: Any = None) -> rx.
         instance: The page's state class when it shows one feature instance: it mixes
             state.instance_choice.InstanceChoiceMixin in, and the header names and switches that
             instance.
+        compact: For a page that needs the whole window (the Editor): the navigation shows icons
+            only, and the page's content is exactly as high as the window (a child with flex="1"
+            takes what the header leaves).
     """
+    fill = {"height": "100vh", "padding": "1em 1.25em", "spacing": "3"} if compact else \
+        {"padding": "1.5em 2em", "spacing": "4"}
     return rx.hstack(
-        sidebar(title),
-        rx.vstack(topbar(title, instance), *children, padding="1.5em 2em", width="100%", min_width="0",
-                  spacing="4"),
+        sidebar(title, compact),
+        rx.vstack(topbar(title, instance), *children, width="100%", min_width="0", **fill),
         spacing="0",
         align="start",
         width="100%",

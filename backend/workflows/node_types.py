@@ -375,10 +375,10 @@ def _trigger(type_id: str, label: str, description: str, params: type[BaseModel]
 
 
 def _human(type_id: str, label: str, description: str, params: type[BaseModel], task: str,
-           handles: tuple[str, ...]) -> NodeType:
+           handles: tuple[str, ...], **facts: Any) -> NodeType:
     """A step that waits for a person: the handler creates a HumanTask of kind `task`."""
     return NodeType(type_id, label, "human", description, params, handles, handler_name="human_task",
-                    human_task=task)
+                    human_task=task, **facts)
 
 
 def _daily_at_eight(time_zone: str) -> dict[str, Any]:
@@ -389,6 +389,16 @@ def _daily_at_eight(time_zone: str) -> dict[str, Any]:
 def _one_minute(_time_zone: str) -> dict[str, Any]:
     """A new wait: one minute."""
     return {"seconds": 60}
+
+
+def _incoming_webhook(_time_zone: str) -> dict[str, Any]:
+    """A new webhook: POST on the path "incoming" (its secret is set or generated in the panel)."""
+    return {"path": "incoming", "method": "POST"}
+
+
+def _titled(title: str) -> Callable[[str], dict[str, Any]]:
+    """A new human step with a title a person can replace."""
+    return lambda _time_zone: {"title": title}
 
 
 def _script_skeleton(_time_zone: str) -> dict[str, Any]:
@@ -402,7 +412,8 @@ BUILTIN_NODE_TYPES: tuple[NodeType, ...] = (
     _trigger("trigger.schedule", "Schedule", "Runs on a cron schedule or at an interval", ScheduleParams,
              literal_parameters=("cron", "intervalSeconds", "timezone"), literal_reader="the scheduler",
              new_parameters=_daily_at_eight),
-    _trigger("trigger.webhook", "Webhook", "Runs when a signed HTTP request arrives", WebhookParams),
+    _trigger("trigger.webhook", "Webhook", "Runs when a signed HTTP request arrives", WebhookParams,
+             new_parameters=_incoming_webhook),
     _trigger("trigger.form", "Form", "Runs when someone submits a form", FormTriggerParams),
     _trigger("trigger.event", "Event", "Runs when a platform event occurs", EventParams),
     NodeType("flow.ifElse", "If / else", "flow", "Branches on a condition", IfElseParams, ("true", "false"),
@@ -417,9 +428,9 @@ BUILTIN_NODE_TYPES: tuple[NodeType, ...] = (
              handler_name="wait", new_parameters=_one_minute),
     NodeType("flow.stop", "Stop", "flow", "Ends the run with a status", StopParams, (), handler_name="stop"),
     _human("input.form", "Form task", "Asks a person to fill in a form", InputFormParams, "form",
-           (DEFAULT_HANDLE,)),
+           (DEFAULT_HANDLE,), new_parameters=_titled("Please fill in this form")),
     _human("input.approval", "Approval", "Asks a person to approve or reject", ApprovalParams, "approval",
-           ("approved", "rejected")),
+           ("approved", "rejected"), new_parameters=_titled("Please approve")),
     NodeType("email.checkEmail", "Wait for e-mail", "email", "Pauses until a matching e-mail arrives",
              CheckEmailParams, handler_name="check_email", needs=("mail",)),
     NodeType("ai.prompt", "AI prompt", "ai", "Asks the AI model and returns its answer", PromptParams,

@@ -69,12 +69,14 @@ def _toolbar() -> rx.Component:
                 spacing="2",
             ),
         ),
-        rx.button(rx.icon("download", size=14), "Export", on_click=EditorState.export_graph, variant="soft",
-                  id="export-graph"),
+        rx.icon_button(rx.icon("download", size=16), on_click=EditorState.export_graph, variant="soft",
+                       id="export-graph", title="Export the graph as JSON", aria_label="Export"),
         rx.cond(
             editing,
             rx.upload.root(
-                rx.button(rx.icon("upload", size=14), "Import", variant="soft", type="button"),
+                rx.icon_button(rx.icon("upload", size=16), variant="soft", type="button", id="import-graph-button",
+                               title="Import a graph from a JSON export (replaces this draft; undoable)",
+                               aria_label="Import"),
                 id=IMPORT_UPLOAD, accept={"application/json": [".json"]}, max_files=1, no_drag=True,
                 on_drop=EditorState.import_graph(rx.upload_files(upload_id=IMPORT_UPLOAD)),
             ),
@@ -166,9 +168,10 @@ def _editor() -> rx.Component:
                 border_radius="8px", overflow="hidden",
             ),
             _side_panel(),
-            width="100%", height="calc(100vh - 11em)", min_height="30em", spacing="3", align="start",
+            # The rest of the window below the header, toolbar and messages (page_shell compact).
+            width="100%", flex="1", min_height="24em", spacing="3", align="start",
         ),
-        width="100%", spacing="2",
+        width="100%", spacing="2", flex="1", min_height="0",
     )
 
 
@@ -185,4 +188,5 @@ def editor_page() -> rx.Component:
             ),
         ),
         instance=EditorState,
+        compact=True,
     )

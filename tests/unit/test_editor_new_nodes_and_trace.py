@@ -36,7 +36,8 @@ def test_a_time_zone_the_scheduler_does_not_know_falls_back_to_utc(reported):
 def test_every_type_with_starting_parameters_is_valid_as_dropped():
     known = [t.type for t in palette()]
     with_defaults = [t for t in palette() if t.new_parameters is not None]
-    assert {t.type for t in with_defaults} >= {"trigger.schedule", "flow.wait", "script.python"}
+    assert {t.type for t in with_defaults} >= {"trigger.schedule", "trigger.webhook", "flow.wait", "script.python",
+                                               "input.approval", "input.form"}
     for kind in with_defaults:
         for zone in ("UTC", "America/New_York"):
             node = graph_edit.add_node({"nodes": []}, kind.type, time_zone=zone)
