@@ -13,6 +13,8 @@ from state.workspace import NO_USE_AGENT, ChatRow, WorkspaceState
 
 EMPTY_CHAT = "Ask the agent anything; its answer streams here."
 EMPTY_CHAT_READ_ONLY = "Open a chat on the left to read it."
+EMPTY_CHAT_NO_PROVIDER = ("The agent needs an AI provider, and none is configured on this server (how to set one: "
+                          "below). Files and chats can still be browsed.")
 
 
 def _chat_entry(chat: ChatRow) -> rx.Component:
@@ -101,7 +103,10 @@ def conversation() -> rx.Component:
                 rx.callout(WorkspaceState.notice, icon="check", color_scheme="green", id="workspace-notice",
                            width="100%")),
         chat_stream(WorkspaceState.messages, WorkspaceState.streaming, on_retry=WorkspaceState.retry,
-                    empty_text=rx.cond(WorkspaceState.can_use_agent, EMPTY_CHAT, EMPTY_CHAT_READ_ONLY)),
+                    empty_text=rx.cond(WorkspaceState.can_use_agent,
+                                       rx.cond(WorkspaceState.provider_configured, EMPTY_CHAT,
+                                               EMPTY_CHAT_NO_PROVIDER),
+                                       EMPTY_CHAT_READ_ONLY)),
         rx.cond(
             WorkspaceState.can_use_agent,
             chat_bar(WorkspaceState.send, WorkspaceState.stop, WorkspaceState.streaming,
