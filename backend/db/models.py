@@ -607,12 +607,17 @@ class WebhookDelivery(SQLModel, table=True):
     webhook_id: str = Field(max_length=200)
     run_id: str | None = Field(default=None, foreign_key="workflow_run.id", max_length=32)
     received_at: datetime = Field(default_factory=utcnow, index=True)
+    # The path and method it was called on (None: received before migration 0012): the accepted
+    # calls of the editor's webhook help are these rows, the refused ones WebhookCall's.
+    path: str | None = Field(default=None, max_length=200)
+    method: str | None = Field(default=None, max_length=8)
 
 
 class WebhookCall(SQLModel, table=True):
-    """One call received on a workflow's webhook path, accepted or refused, with the answer it got:
-    the editor's webhook help shows the last ones (backend/triggers/webhooks.py keeps
-    WEBHOOK_CALLS_KEPT per workflow). Calls to unknown workflows are not recorded."""
+    """One call received on a workflow's webhook path that started no run (refused, or a repeated
+    webhook-id), with the answer it got: the editor's webhook help shows the last ones beside the
+    accepted calls (WebhookDelivery). backend/triggers/webhooks.py keeps WEBHOOK_CALLS_KEPT per
+    workflow; calls to unknown workflows are not recorded."""
 
     __tablename__ = "webhook_call"
     __table_args__ = (Index("ix_webhook_call_workflow_received", "workflow_id", "received_at"),)

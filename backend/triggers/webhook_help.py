@@ -24,7 +24,7 @@ from sqlmodel import Session, select
 from standardwebhooks.webhooks import Webhook
 
 from backend.config import get_settings
-from backend.db.models import WebhookCall, Workflow, WorkflowVersion, utcnow
+from backend.db.models import WebhookCall, WebhookDelivery, Workflow, WorkflowVersion, utcnow
 from backend.errors import NotFound
 from backend.statemachines import workflow_version as version_lifecycle
 from backend.triggers import launch, webhooks
@@ -183,11 +183,18 @@ def example(workflow: Workflow, node: dict[str, Any], live_node: dict[str, Any] 
 
 
 def last_calls(session: Session, workflow_id: str) -> list[CallView]:
-    """The workflow's logged calls, newest first (at most webhooks.WEBHOOK_CALLS_KEPT)."""
-    rows = session.exec(select(WebhookCall).where(WebhookCall.workflow_id == workflow_id)
-                        .order_by(WebhookCall.received_at.desc(), WebhookCall.id.desc())
-                        .limit(webhooks.WEBHOOK_CALLS_KEPT)).all()
-    return [CallView(r.status_code, r.received_at, r.method, r.path, r.message, r.run_id) for r in rows]
+    """The workflow's last calls, newest first (at most webhooks.WEBHOOK_CALLS_KEPT): the accepted
+    ones (their delivery rows) and the others (webhook_call) together."""
+    kept = webhooks.WEBHOOK_CALLS_KEPT
+    others = session.exec(select(WebhookCall).where(WebhookCall.workflow_id == workflow_id)
+                          .order_by(WebhookCall.received_at.desc(), WebhookCall.id.desc()).limit(kept)).all()
+    accepted = session.exec(select(WebhookDelivery).where(WebhookDelivery.workflow_id == workflow_id)
+                            .order_by(WebhookDelivery.received_at.desc(), WebhookDelivery.id.desc())
+                            .limit(kept)).all()
+    calls = [CallView(r.status_code, r.received_at, r.method, r.path, r.message, r.run_id) for r in others]
+    calls += [CallView(202, r.received_at, r.method or "", r.path or "", webhooks.ACCEPTED, r.run_id)
+              for r in accepted]
+    return sorted(calls, key=lambda call: call.received_at, reverse=True)[:kept]
 
 
 def webhook_help(session: Session, workflow: Workflow, node: dict[str, Any], reveal: bool,

@@ -26,12 +26,13 @@ Order of checks (each answer names what to fix, never the secret):
 The happy path costs one query to find the trigger (active and published, joined); only a call
 that is refused there asks the database why.
 
-Call log: every call to a workflow that exists gets one `webhook_call` row with its answer
-(status, message, run id), for the editor's webhook help — accepted ones in the transaction that
-commits the run, refused ones (401/403/404/405/410/413/422/429) in a short transaction of their
-own after the refusal. Each workflow keeps its newest WEBHOOK_CALLS_KEPT rows: older ones are
-deleted in the transaction of every PRUNE_EVERY-th call logged for it (so the accepted path pays
-one insert, and the prune only now and then). Calls to unknown workflow ids record nothing.
+Call log, for the editor's webhook help: an accepted call is its `webhook_delivery` row (written
+anyway, with the run; it carries path and method), so the accepted path pays nothing more. A call
+that starts no run — refused (401/403/404/405/410/413/422/429) or a repeated webhook-id — gets a
+`webhook_call` row with its answer in a short transaction of its own afterwards, at most
+REFUSALS_LOGGED per workflow per REFUSAL_WINDOW_SECONDS and process (anyone can send those), and
+each workflow keeps its newest WEBHOOK_CALLS_KEPT of them (older ones are deleted with every
+PRUNE_EVERY-th one logged). Calls to unknown workflow ids record nothing.
 
 The run input keeps the call's headers without the sender's credentials (`is_credential_header`:
 Authorization, Cookie, API keys, tokens, signatures … are dropped, not masked). The secret is never
@@ -85,11 +86,11 @@ _calls_added: dict[str, int] = {}
 # Refusals are written by calls nobody signed: a flood of them must not become a flood of writes.
 # Per workflow and process at most REFUSALS_LOGGED refusals are recorded per REFUSAL_WINDOW_SECONDS
 # (the first ones of a burst; the caller's answer is the same either way).
-REFUSALS_LOGGED, REFUSAL_WINDOW_SECONDS = WEBHOOK_CALLS_KEPT, 60.0
+REFUSALS_LOGGED, REFUSAL_WINDOW_SECONDS = 3 * WEBHOOK_CALLS_KEPT, 60.0
 _refusals_logged: dict[str, deque[float]] = {}
 PATH_MAX, METHOD_MAX, MESSAGE_MAX = 200, 8, 500  # WebhookCall columns
 SHOWN_PATH_MAX = 100  # of a caller's path repeated in a message
-ACCEPTED = "accepted: run started"
+ACCEPTED = "accepted: run started"  # how the help shows an accepted call (a WebhookDelivery row)
 REPEATED = "repeated webhook-id: answered with the run it started before"
 
 
@@ -280,11 +281,14 @@ def _add_call(session: Session, workflow_id: str, path: str, method: str, status
                         .execution_options(synchronize_session=False))
 
 
-def record_refusal(workflow_id: str, path: str, method: str, status: int, message: str) -> None:
-    """Log a refused call of a workflow that exists (its own short transaction; nothing for unknown ids).
+def record_refusal(workflow_id: str, path: str, method: str, status: int, message: str,
+                   run_id: str | None = None) -> None:
+    """Log a call of a workflow that exists that started no run — refused, or a repeated webhook-id
+    answered with its earlier run (`run_id`) — in its own short transaction; nothing for unknown ids.
 
     A failure to record is logged and never changes the answer the caller gets. At most
-    REFUSALS_LOGGED refusals per workflow are recorded per REFUSAL_WINDOW_SECONDS in this process.
+    REFUSALS_LOGGED such calls per workflow are recorded per REFUSAL_WINDOW_SECONDS in this process
+    (anyone can send them: unsigned, or replaying a signed message).
     """
     now = time.monotonic()
     recent = _refusals_logged.setdefault(workflow_id, deque(maxlen=REFUSALS_LOGGED))
@@ -294,7 +298,7 @@ def record_refusal(workflow_id: str, path: str, method: str, status: int, messag
     try:
         with write_gate(), session_scope() as session:
             if workflow_id and session.get(Workflow, workflow_id) is not None:
-                _add_call(session, workflow_id, path, method, status, message)
+                _add_call(session, workflow_id, path, method, status, message, run_id)
     except Exception:  # noqa: BLE001 - e.g. the workflow was deleted meanwhile
         log.warning("could not record a refused webhook call of workflow %s", workflow_id, exc_info=True)
 
@@ -314,16 +318,19 @@ def receive(workflow_id: str, path: str, method: str, body: bytes, headers: Mapp
             query: Mapping[str, str]) -> Delivery:
     """Handle one webhook call (see the module doc); the run is committed and submitted.
 
-    Every answer to a workflow that exists is logged (`webhook_call`): a refusal after it was
-    rolled back, an acceptance with the run.
+    Every answer to a workflow that exists is logged: an acceptance by its delivery row (committed
+    with the run), a refusal or a repeat in `webhook_call` afterwards (record_refusal).
     """
     try:
-        return _receive(workflow_id, path, method, body, headers, query)
+        delivery = _receive(workflow_id, path, method, body, headers, query)
     except Exception as exc:
         status = refusal_status(exc)
         if status is not None:
             record_refusal(workflow_id, path, method, status, str(exc))
         raise
+    if delivery.repeated:
+        record_refusal(workflow_id, path, method, 202, REPEATED, delivery.run_id)
+    return delivery
 
 
 def _receive(workflow_id: str, path: str, method: str, body: bytes, headers: Mapping[str, str],
@@ -338,17 +345,15 @@ def _receive(workflow_id: str, path: str, method: str, body: bytes, headers: Map
             seen = _delivered(session, target.workflow.id, webhook_id)  # a repeat still gets its answer
             if seen is None:
                 raise
-            with write_gate():
-                _add_call(session, target.workflow.id, path, method, 202, REPEATED, seen.run_id)
-                session.commit()
             return Delivery(seen.run_id, repeated=True)
         with write_gate():
             try:
                 run = launch.start(session, target, run_input(body, headers, query), "webhook")
                 # The unique key (workflow_id, webhook_id) finds a repeated id: the insert fails for a
                 # repeat, and of two concurrent twins the second waits for the first and then fails.
-                session.add(WebhookDelivery(workflow_id=target.workflow.id, webhook_id=webhook_id, run_id=run.id))
-                _add_call(session, target.workflow.id, path, method, 202, ACCEPTED, run.id)
+                # The delivery row is the accepted call's log entry too (path, method, time, run).
+                session.add(WebhookDelivery(workflow_id=target.workflow.id, webhook_id=webhook_id, run_id=run.id,
+                                            path=clean_path(path)[:PATH_MAX], method=method.upper()[:METHOD_MAX]))
                 session.commit()
             except (IntegrityError, Forbidden):
                 # A repeat is answered as before, also when its creator may no longer start runs.
@@ -356,8 +361,6 @@ def _receive(workflow_id: str, path: str, method: str, body: bytes, headers: Map
                 seen = _delivered(session, target.workflow.id, webhook_id)
                 if seen is None:
                     raise
-                _add_call(session, target.workflow.id, path, method, 202, REPEATED, seen.run_id)
-                session.commit()
                 return Delivery(seen.run_id, repeated=True)
     launch.submit([run.id])
     return Delivery(run.id, repeated=False)

@@ -1,7 +1,8 @@
 """The first hour of a new user: the instance each user worked in last
 (user_account.recent_instances), a workflow's test input (workflow.test_input), test runs kept
 apart from production runs (workflow_run.test, also in the Monitor's covering index) and the last
-calls of each webhook (webhook_call).
+calls of each webhook: accepted ones with their path and method (webhook_delivery.path, .method),
+the others in webhook_call.
 
 Revision ID: 0012_first_hour
 Revises: 0011_run_retry_of
@@ -25,6 +26,8 @@ MONITOR_COLUMNS = ['feature_instance_id', 'started_at', 'status', 'workflow_id',
 def upgrade() -> None:
     op.add_column('user_account', sa.Column('recent_instances', sa.JSON(), nullable=True))
     op.add_column('workflow', sa.Column('test_input', sa.JSON(), nullable=True))
+    op.add_column('webhook_delivery', sa.Column('path', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=True))
+    op.add_column('webhook_delivery', sa.Column('method', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=True))
     op.add_column('workflow_run', sa.Column('test', sa.Boolean(), nullable=False, server_default=sa.false()))
     # Runs of a version that is still a draft were test runs of the editor or the API.
     op.execute("UPDATE workflow_run SET test = true WHERE version_id IN "
@@ -55,6 +58,9 @@ def downgrade() -> None:
     op.create_index(MONITOR_INDEX, 'workflow_run', MONITOR_COLUMNS, unique=False)
     with op.batch_alter_table('workflow_run') as batch:
         batch.drop_column('test')
+    with op.batch_alter_table('webhook_delivery') as batch:
+        batch.drop_column('method')
+        batch.drop_column('path')
     with op.batch_alter_table('workflow') as batch:
         batch.drop_column('test_input')
     with op.batch_alter_table('user_account') as batch:
