@@ -12,28 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlmodel import Session
-
 from backend.actions import get_registry
 from backend.actions.base import Action
 from backend.actions.executor import may_run
 from backend.actions.openai_tools import to_tool_definition, tool_name
 from backend.actions.toolboxes import TOOLBOXES, Toolbox
 from backend.agent.config import FEATURE_DATA_TOOLBOX, QUERY_FEATURE_INSTANCE, REQUEST_TOOLBOX, AgentConfig
-from backend.db.models import FeatureInstance, User
+from backend.connectors.store import active_connection_types
+from backend.db.models import FeatureInstance
 from backend.features.registry import get_features
 from backend.rbac.access import AccessContext
 
 TOOLBOX_BY_ID = {t.id: t for t in TOOLBOXES}
-
-
-def active_connection_types(session: Session, user: User) -> set[str]:
-    """The kinds of external connection (e.g. "outlook") the user has set up and active.
-
-    No connector exists yet (they come with the connector work), so nobody has one: toolboxes
-    whose tools need a connection are not requestable, as spec §5.3 wants without it.
-    """
-    return set()
 
 
 @dataclass
@@ -48,7 +38,7 @@ class Toolset:
     _targets: list[FeatureInstance] | None = None
 
     def __post_init__(self) -> None:
-        connections = active_connection_types(self.access.session, self.access.user)
+        connections = active_connection_types(self.access.session, self.access.user)  # spec §5.3
         feature = get_features().get(self.instance.feature_code)
         tables = set(feature.data_tables) if feature else set()
         registry = get_registry()

@@ -467,3 +467,62 @@ class MonitorOverview(CamelModel):
     daily: list[MonitorDayOut]
     costs: MonitorCostsOut
     recent_failures: list[MonitorRunOut]
+
+
+# --- connections (DESIGN §8) -------------------------------------------------------------------
+
+
+class ConnectionTypeOut(CamelModel):
+    """A connection type: `settingsSchema` is what POST /api/connections takes for password types
+    (None: made by consent, GET /api/connections/oauth/{type}/start); `unavailable` says why this
+    installation cannot make one (None: it can)."""
+
+    id: str
+    label: str
+    description: str
+    auth: Literal["password", "oauth"]
+    settings_schema: dict[str, Any] | None
+    unavailable: str | None
+
+
+class ConnectionOut(CamelModel):
+    """A connection as its users see it; its credentials are never returned."""
+
+    id: str
+    type: str
+    type_label: str
+    label: str
+    status: Literal["active", "expired", "error", "revoked"]
+    mandate_id: str
+    mandate_name: str
+    shared: bool
+    last_error: str | None
+    owner_id: str
+    owner_name: str
+    mine: bool
+    settings: dict[str, Any]
+    created_at: datetime
+    may_share: bool
+    may_delete: bool
+
+
+class ConnectionCreate(StrictCamelModel):
+    """A connection of a password type (e.g. imap); it is tested before it is stored."""
+
+    type: str
+    label: str
+    mandate_id: str | None = None
+    settings: dict[str, Any]
+
+
+class ConnectionPatch(StrictCamelModel):
+    """Rename (the owner) or share / stop sharing (who may share in its mandate)."""
+
+    label: str | None = None
+    shared: bool | None = None
+
+
+class ConnectionTestOut(CamelModel):
+    ok: bool
+    message: str
+    status: Literal["active", "expired", "error", "revoked"]

@@ -647,3 +647,57 @@ class Notification(SQLModel, table=True):
     run_id: str | None = Field(default=None, max_length=32)
     read_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+# --- connections to outside systems (spec §3.1; DESIGN §8) ------------------------------------
+
+
+class Connection(SQLModel, table=True):
+    """An outside account a user connected in a mandate (Microsoft 365, a mailbox …).
+
+    `settings` holds what may be shown (host, username, the account's address); `secret` the
+    credentials (password, OAuth tokens) as one sealed JSON text (backend/crypto.py), never
+    returned. `status` follows backend/statemachines/connection.py; `last_error` says why it is
+    not active. A connection is its owner's; `shared` lends it to every member of the mandate.
+    """
+
+    __tablename__ = "connection"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+    owner_id: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    type: str = Field(max_length=32)
+    label: str = Field(max_length=200)
+    status: str = Field(default="active", max_length=16)
+    last_error: str | None = Field(default=None, sa_column=Column(Text))
+    shared: bool = False
+    settings: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    secret: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    # When the stored access token stops working (OAuth types); None: it does not expire.
+    expires_at: datetime | None = None
+    sys_created_at: datetime = Field(default_factory=utcnow)
+    sys_modified_at: datetime = Field(default_factory=utcnow)
+    lock_version: int = 1
+
+
+class ConnectionOAuthState(SQLModel, table=True):
+    """An OAuth consent started by a user and not finished yet (single use, ten minutes).
+
+    Only the SHA-256 digest of the `state` parameter is stored, and that of the browser cookie
+    the start set (the callback must come from the same browser); the PKCE verifier is sealed.
+    """
+
+    __tablename__ = "connection_oauth_state"
+
+    state_hash: str = Field(primary_key=True, max_length=64)
+    browser_hash: str = Field(default="", max_length=64)
+    user_id: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", max_length=32)
+    type: str = Field(max_length=32)
+    label: str = Field(max_length=200)
+    # Re-consent of an existing (expired) connection, else a new one.
+    connection_id: str | None = Field(default=None, max_length=32)
+    code_verifier: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime = Field(index=True)
+

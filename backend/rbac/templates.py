@@ -53,6 +53,7 @@ ADMIN_PERMISSIONS_UI = "ui.admin.permissions"
 MANAGE_USERS = "resource.mandate.manageUsers"
 MANAGE_INSTANCES = "resource.mandate.manageInstances"
 VIEW_PERMISSIONS = "resource.mandate.viewPermissions"
+SHARE_CONNECTIONS = "resource.mandate.shareConnections"
 
 PLATFORM_UI_OBJECTS = (
     (ADMIN_UI, "Admin page"),
@@ -65,6 +66,7 @@ PLATFORM_RESOURCE_OBJECTS = (
     (MANAGE_USERS, "Create, disable and reset users; assign mandate roles"),
     (MANAGE_INSTANCES, "Create feature instances and grant access to them"),
     (VIEW_PERMISSIONS, "See the resolved permissions of the mandate's users"),
+    (SHARE_CONNECTIONS, "Share a connection with every member of the mandate, or stop sharing it"),
 )
 
 SYSTEM_TEMPLATE_ROLES = (

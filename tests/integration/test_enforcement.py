@@ -113,14 +113,15 @@ def data_ids(tenant: Tenant) -> set[str]:
     """Ids of A's data objects (not the mandate, users or instances a member may know of)."""
     return {tenant.workflow_id, tenant.archived_version_id, tenant.published_version_id, tenant.run_id,
             tenant.task_id, tenant.file_id, *tenant.chat_ids.values(), *tenant.agent_run_ids.values(),
-            tenant.notification_id, tenant.token_id}
+            tenant.notification_id, tenant.token_id, tenant.connection_id}
 
 
 def data_texts(tenant: Tenant) -> set[str]:
     """Texts only A's data holds (names, titles, contents) that a page might show."""
     name = tenant.name
     return {f"Workflow of {name}", f"Approve for {name}", f"Notes of tenant {name}", f"Chat of {name}",
-            f"Question of {name}", f"Answer of {name}", f"Error of {name}", f"token of {name}"}
+            f"Question of {name}", f"Answer of {name}", f"Error of {name}", f"token of {name}",
+            f"password of {name}"}
 
 
 # --- REST ---------------------------------------------------------------------------------------------
@@ -245,6 +246,7 @@ def _ids_by_name(tenant: Tenant) -> dict[str, str]:
         "task": tenant.task_id, "file": tenant.file_id, "chat": tenant.chat_ids["workspace"],
         "token": tenant.token_id, "notification": tenant.notification_id, "mandate": tenant.mandate_id,
         "user": tenant.admin_id, "instance": tenant.instances["graphicalEditor"],
+        "connection": tenant.connection_id,
     }
 
 

@@ -29,10 +29,12 @@ import pytest
 from sqlmodel import SQLModel, select
 
 from backend.auth import create_api_token, issue_token
+from backend.connectors.store import seal_secret
 from backend.db import get_engine, session_scope
 from backend.db.models import (
     AgentChat,
     AgentRun,
+    Connection,
     FeatureInstance,
     HumanTask,
     Notification,
@@ -88,6 +90,7 @@ class Tenant:
     chat_ids: dict[str, str]
     agent_run_ids: dict[str, str]
     notification_id: str
+    connection_id: str
     role_ids: list[str] = field(default_factory=list)
 
     def instance_for(self, path: str) -> str:
@@ -99,7 +102,7 @@ class Tenant:
         return {self.mandate_id, self.admin_id, self.viewer_id, *self.instances.values(), self.workflow_id,
                 self.archived_version_id, self.published_version_id, self.run_id, self.task_id, self.token_id,
                 self.file_id, *self.chat_ids.values(), *self.agent_run_ids.values(), self.notification_id,
-                *self.role_ids}
+                self.connection_id, *self.role_ids}
 
 
 # Parameter name (path, query or body property ending in "Id") → the tenant's object for a route.
@@ -117,6 +120,7 @@ PATH_IDS: dict[str, Callable[[Tenant, str], str]] = {
     "chatId": lambda t, path: t.chat_ids.get(path.split("/")[2], t.chat_ids[WORKSPACE]),
     "agentRunId": lambda t, path: t.agent_run_ids.get(path.split("/")[2], t.agent_run_ids[WORKSPACE]),
     "notificationId": lambda t, path: t.notification_id,
+    "connectionId": lambda t, path: t.connection_id,
     "baseVersionId": lambda t, path: t.published_version_id,  # the version a draft save is based on
     "templateId": lambda t, path: "expense-approval",
 }
@@ -185,6 +189,13 @@ def build_tenant(name: str) -> Tenant:
                                     title=f"Workflow of {name} failed", message=f"Error of {name}",
                                     workflow_id=workflow.id, run_id=run.id)
         session.add(notification)
+        # The admin's own mailbox (its credentials sealed, never shown; not shared: other members
+        # do not see it).
+        connection = Connection(mandate_id=mandate.id, owner_id=admin.id, type="imap", label=f"Connection of {name}",
+                                settings={"host": "127.0.0.1", "port": 1, "security": "none",
+                                                       "username": f"mail-{name}"},
+                                secret=seal_secret({"password": f"password of {name}"}))
+        session.add(connection)
         admin_token = issue_token(session, admin).token
         viewer_token = issue_token(session, viewer).token
         session.flush()
@@ -196,7 +207,7 @@ def build_tenant(name: str) -> Tenant:
             archived_version_id=archived.id, published_version_id=published.id, run_id=run.id, task_id=task.id,
             token_id=token_row.id, file_id=stored.id, chat_ids={code: c.id for code, c in chats.items()},
             agent_run_ids={code: r.id for code, r in agent_runs.items()}, notification_id=notification.id,
-            role_ids=list(roles),
+            connection_id=connection.id, role_ids=list(roles),
         )
 
 

@@ -1,0 +1,1 @@
+"""Connector modules: each registers one connection type (backend/connectors/types.py)."""
