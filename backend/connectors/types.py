@@ -66,9 +66,11 @@ class ConnectionType:
         secret_fields: Settings (by Python name) that are sealed and never returned.
         check: Tests a connection live; returns what it found (e.g. "signed in as anna@…, 12
             folders") or raises ConnectionFailed.
-        offers: What generic actions may use it for: MAIL and/or FILES.
         unavailable: None when this installation can make such connections, else why not (e.g.
             "set POWERON_MSFT_CLIENT_ID …").
+        mail: For a type offering MAIL: builds the MailAccess of one connection
+            (backend/connectors/access.py).
+        files: For a type offering FILES: builds its FileAccess.
     """
 
     id: str
@@ -78,8 +80,14 @@ class ConnectionType:
     check: Callable[[Credentials], str]
     settings_model: type[BaseModel] | None = None
     secret_fields: tuple[str, ...] = ()
-    offers: frozenset[str] = frozenset()
     unavailable: Callable[[], str | None] = lambda: None
+    mail: Callable[[Credentials], Any] | None = None
+    files: Callable[[Credentials], Any] | None = None
+
+    @property
+    def offers(self) -> frozenset[str]:
+        """What generic actions may use it for: MAIL and/or FILES (from its factories)."""
+        return frozenset({MAIL} if self.mail else set()) | frozenset({FILES} if self.files else set())
 
     def split_settings(self, raw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         """(public settings, secret settings) from what a user typed, validated by `settings_model`.

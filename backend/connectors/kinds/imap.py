@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from backend.connectors.types import MAIL, ConnectionFailed, ConnectionType, Credentials, register_connection_type
+from backend.connectors.types import ConnectionFailed, ConnectionType, Credentials, register_connection_type
 
 TIMEOUT_SECONDS = 20
 Security = Literal["ssl", "starttls", "none"]
@@ -140,5 +140,5 @@ def check(credentials: Credentials) -> str:
 IMAP = register_connection_type(ConnectionType(
     id="imap", label="E-mail (IMAP/SMTP)",
     description="Any mailbox that speaks IMAP (reading) and SMTP (sending), signed in with an (app) password.",
-    auth="password", check=check, settings_model=ImapSettings, secret_fields=("password",), offers=frozenset({MAIL}),
+    auth="password", check=check, settings_model=ImapSettings, secret_fields=("password",),
 ))
