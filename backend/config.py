@@ -93,6 +93,8 @@ class Settings:
             addresses (off by default; tests against local servers turn it on).
         timer_interval_seconds: How often the timer thread looks for due work of paused runs
             (flow.wait, human task timeouts, mailboxes): POWERON_TIMER_INTERVAL_SECONDS.
+        mail_max_messages: The most mails one call reads from a mailbox (a listing, a search, the
+            new mails one poll of email.checkEmail looks at): POWERON_MAIL_MAX_MESSAGES.
         run_threads: Runs executing at the same time in this process (POWERON_RUN_THREADS).
         run_wait_seconds: How long a request that starts or resumes a run waits for it to come
             to rest before answering with its current state (POWERON_RUN_WAIT_SECONDS).
@@ -143,6 +145,7 @@ class Settings:
     file_max_bytes: int = 20 * 1024 * 1024
     instance_quota_bytes: int = 1024 * 1024 * 1024
     timer_interval_seconds: float = 5.0
+    mail_max_messages: int = 100
     run_threads: int = 4
     run_wait_seconds: float = 10.0
     scheduler_enabled: bool = True
@@ -395,6 +398,7 @@ def get_settings() -> Settings:
         file_max_bytes=_bytes("POWERON_FILE_MAX_BYTES", 20 * 1024 * 1024),
         instance_quota_bytes=_bytes("POWERON_INSTANCE_QUOTA_BYTES", 1024 * 1024 * 1024),
         timer_interval_seconds=_seconds("POWERON_TIMER_INTERVAL_SECONDS", 5.0),
+        mail_max_messages=_count("POWERON_MAIL_MAX_MESSAGES", 100),
         run_threads=_count("POWERON_RUN_THREADS", 4),
         run_wait_seconds=_seconds("POWERON_RUN_WAIT_SECONDS", 10.0),
         scheduler_enabled=_flag(os.environ.get("POWERON_SCHEDULER") or "on"),

@@ -3,6 +3,9 @@
 
 The connection is tested before it is stored: an IMAP login that lists the folders and, when an
 SMTP server is given, an SMTP login. Messages name host, port and what failed, never the password.
+
+A connection's mailbox (MailAccess: folders, newest mails, new mails since a cursor, one mail, an
+attachment, sending) is backend/connectors/kinds/imap_mail.py.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from backend.connectors.access import MailAccess
 from backend.connectors.types import ConnectionFailed, ConnectionType, Credentials, register_connection_type
 
 TIMEOUT_SECONDS = 20
@@ -137,8 +141,15 @@ def check(credentials: Credentials) -> str:
     return text
 
 
+def mail_access(credentials: Credentials) -> MailAccess:
+    """The MailAccess of one `imap` connection (backend/connectors/kinds/imap_mail.py)."""
+    from backend.connectors.kinds.imap_mail import ImapMail
+
+    return ImapMail(credentials)
+
+
 IMAP = register_connection_type(ConnectionType(
     id="imap", label="E-mail (IMAP/SMTP)",
     description="Any mailbox that speaks IMAP (reading) and SMTP (sending), signed in with an (app) password.",
-    auth="password", check=check, settings_model=ImapSettings, secret_fields=("password",),
+    auth="password", check=check, settings_model=ImapSettings, secret_fields=("password",), mail=mail_access,
 ))
