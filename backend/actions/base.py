@@ -45,7 +45,11 @@ class Action:
         agent_tool: offered to agents (the spec's dynamicMode).
         graph_node: offered as a node type in the editor palette.
         capabilities: read, write, externalSend, codeExec.
-        connection_type: the kind of connection it needs (e.g. "outlook"), if any.
+        connection_type: the kind of connection it needs (e.g. "msft"), if any; for an action
+            that works with several kinds, the first of `connection_types`.
+        connection_types: every kind of connection it works with (e.g. ("imap", "msft") for
+            email.sendMail); empty: it needs none. It is offered to agents only with an active
+            connection of one of them (:meth:`usable_with`).
         cost_chf: typical cost of one call, if known.
         instance_table: a DATA table the calling feature instance must have for the action to
             work there (e.g. "file": the instance's file store); agents are offered it only in
@@ -71,6 +75,15 @@ class Action:
     instance_table: str | None = None
     raw_parameters: frozenset[str] = frozenset()
     needs: tuple[str, ...] = ()
+    connection_types: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.connection_type and not self.connection_types:
+            object.__setattr__(self, "connection_types", (self.connection_type,))
+
+    def usable_with(self, active_types: set[str] | frozenset[str]) -> bool:
+        """Whether a user holding active connections of `active_types` can use it (spec §5.3)."""
+        return not self.connection_types or any(t in active_types for t in self.connection_types)
 
     @property
     def resource_item(self) -> str:
@@ -140,19 +153,28 @@ def action(
     instance_table: str | None = None,
     raw_parameters: tuple[str, ...] = (),
     needs: tuple[str, ...] = (),
+    connection_types: tuple[str, ...] = (),
 ) -> Callable[[Callable], Callable]:
-    """Declare a function `fn(params, context)` as an action of the library."""
+    """Declare a function `fn(params, context)` as an action of the library.
+
+    `connection_type="msft"` for an action of one kind of connection, `connection_types=("imap",
+    "msft")` for one that works with any of several.
+    """
     unknown = set(capabilities) - CAPABILITIES
     if unknown:
         raise ValueError(f"action {id}: unknown capabilities {sorted(unknown)}")
+    if connection_type and connection_types and connection_types[0] != connection_type:
+        raise ValueError(f"action {id}: connection_type must be the first of connection_types")
+    kinds = tuple(connection_types) or ((connection_type,) if connection_type else ())
 
     def register(fn: Callable) -> Callable:
         # The registry finds the declaration on the function when it scans the module.
         setattr(fn, ACTION_ATTRIBUTE, Action(
             id=id, toolbox=toolbox, label=label, description=description, params_model=params,
             output_model=output, fn=fn, agent_tool=agent_tool, graph_node=graph_node,
-            capabilities=frozenset(capabilities), connection_type=connection_type, cost_chf=cost_chf,
+            capabilities=frozenset(capabilities), connection_type=kinds[0] if kinds else None, cost_chf=cost_chf,
             instance_table=instance_table, raw_parameters=frozenset(raw_parameters), needs=tuple(needs),
+            connection_types=kinds,
         ))
         return fn
 

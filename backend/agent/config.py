@@ -108,7 +108,7 @@ def connector_toolboxes() -> list[str]:
     found = []
     for box in registry.toolboxes():
         tools = registry.agent_tools([box.id])
-        if tools and all(tool.connection_type for tool in tools):
+        if tools and all(tool.connection_types for tool in tools):
             found.append(box.id)
     return found
 

@@ -45,7 +45,7 @@ class Toolset:
         for box in {*self.config.initial_toolboxes, *self.config.available_toolboxes}:
             self._usable[box] = [
                 action for action in registry.agent_tools([box])
-                if (action.connection_type is None or action.connection_type in connections)
+                if action.usable_with(connections)
                 and (action.instance_table is None or action.instance_table in tables)
                 and may_run(self.access, action, self.instance.mandate_id, self.instance.id)
             ]

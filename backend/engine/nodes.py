@@ -153,21 +153,27 @@ def wait(call: NodeCall) -> Outcome:
 
 
 def check_email(call: NodeCall) -> Outcome:
-    """Suspend the node until a matching mail arrives; backend.engine.mailbox.poll_mailboxes
-    resumes it with the mail as output. Mails received from now on (`since`) are considered.
+    """Suspend the node until a matching mail arrives (backend.engine.mailbox): the connection is
+    opened as the run's starter and the mailbox's cursor marking now is the node's waiting output,
+    so only mails received from now on count; backend.engine.mailbox.poll_mailboxes resumes it
+    with the mail (its attachments saved as files) as output.
 
-    Without a usable mail connection (no mail connector installed, or no connection chosen once
-    the parameters are evaluated) nothing could ever resume it: it fails at once, saying so.
+    Without a usable mail connection nothing could ever resume it: it fails at once, saying why
+    (none chosen, not found, expired or failing, the folder missing, a malformed filter).
     """
+    from backend.connectors.types import ConnectionFailed
+    from backend.engine.mailbox import start_waiting
+    from backend.errors import DomainError
     from backend.workflows.requirements import node_problem
 
     problem = node_problem({**call.node, "parameters": call.parameters})
     if problem is not None:
         raise StepError(problem)
-    p = call.parameters
-    return Outcome(output={"connectionId": p.get("connectionId"), "folder": p.get("folder") or "Inbox",
-                           "filter": p.get("filter"), "since": utcnow().isoformat()},
-                   handles=(), suspend="email")
+    try:
+        waiting = start_waiting(call.session, call.user, call.parameters)
+    except (ConnectionFailed, DomainError) as exc:
+        raise StepError(str(exc)) from None
+    return Outcome(output=waiting, handles=(), suspend="email")
 
 
 # --- people -----------------------------------------------------------------------------------

@@ -5,8 +5,9 @@ A node type declares what its nodes need (`NodeType.needs`; a node action's come
 
 - ``ai``: an AI provider (OPENAI_API_KEY or POWERON_AI_PROVIDERS);
 - ``webSearch``: a SearXNG-compatible search API (POWERON_SEARCH_URL);
-- ``mail``: a mail connection (email.checkEmail). No mail connector exists yet: until one is
-  installed (backend/engine/mailbox.py) no node can have a usable one;
+- ``mail``: a mail connection (email.checkEmail, email.sendMail): one chosen in the node
+  (`connectionId`) that exists; the step itself says, as the run's starter, when it is not theirs
+  ("not found") or not active (its reason);
 - ``sandbox``: the bubblewrap sandbox of script.python, which `make run` installs: it is part of
   the embedded default (`built_in`), so a template needing only it still "runs as it is".
 
@@ -67,17 +68,35 @@ def _search_problem(_node: dict[str, Any]) -> str | None:
 
 
 def _mail_problem(node: dict[str, Any]) -> str | None:
-    from backend.engine.mailbox import get_mailbox
+    """A node's mail connection (`connectionId`: email.checkEmail, email.sendMail): chosen, and a
+    connection of that id exists (not revoked). Whether the run's starter may use it and whether it
+    is active is the step's to say, as that user: "not found" for another user's, the reason for
+    an expired or failing one."""
+    from backend.connectors.mail import mail_type_ids
 
-    if get_mailbox() is None:
-        return ("none can be set up here yet: this installation has no mail connector "
-                "(Microsoft 365 or IMAP)")
+    if not mail_type_ids():
+        return "none can be set up here: this installation has no mail connector"
     connection = (node.get("parameters") or {}).get("connectionId")
     if looks_templated(connection):
         return None  # an expression: known only when the run gets there
     if connection is None or (isinstance(connection, str) and not connection.strip()):
-        return "none chosen: set the node's mail connection (connectionId)"
+        return ("none chosen: add a mail connection on the Connections page and choose it in the node "
+                "(connectionId)")
+    if not _connection_exists(connection):
+        return f"connection {connection} not found: choose one of yours on the Connections page (connectionId)"
     return None
+
+
+def _connection_exists(connection_id: Any) -> bool:
+    from backend.db import session_scope
+    from backend.db.models import Connection
+    from backend.statemachines.connection import REVOKED
+
+    if not isinstance(connection_id, str):
+        return False
+    with session_scope() as session:
+        found = session.get(Connection, connection_id)
+        return found is not None and found.status != REVOKED
 
 
 def _sandbox_problem(_node: dict[str, Any]) -> str | None:

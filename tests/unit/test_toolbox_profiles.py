@@ -43,21 +43,35 @@ def test_profiles_are_copies():
         profile("commcoach")
 
 
-@action("outlook.readEmails", toolbox="email", label="Read", description="Reads mail.", params=NoParameters,
-        connection_type="outlook")
-def _read_emails(params, context) -> list:
+@action("jira.readIssues", toolbox="jira", label="Read", description="Reads issues.", params=NoParameters,
+        connection_type="jira")
+def _read_issues(params, context) -> list:
     return []
 
 
 def test_a_connector_toolbox_appears_by_registering_its_actions(monkeypatch):
-    assert "email" not in profile("workspace").available_toolboxes
-    mail = declared_action(_read_emails)
-    with_mail = ActionRegistry({**get_registry().actions, mail.id: mail})
-    monkeypatch.setattr(config, "get_registry", lambda: with_mail)
-    assert config.connector_toolboxes() == ["email"]
-    assert profile("workspace").available_toolboxes[-1] == "email"
-    assert "email" not in profile("graphicalEditor").available_toolboxes
+    assert "jira" not in profile("workspace").available_toolboxes
+    issues = declared_action(_read_issues)
+    with_jira = ActionRegistry({**get_registry().actions, issues.id: issues})
+    monkeypatch.setattr(config, "get_registry", lambda: with_jira)
+    assert config.connector_toolboxes()[-1] == "jira"
+    assert profile("workspace").available_toolboxes[-1] == "jira"
+    assert "jira" not in profile("graphicalEditor").available_toolboxes
     # A toolbox with a tool that needs no connection is not a connector toolbox.
-    plain = replace(mail, id="email.listFolders", connection_type=None)
-    monkeypatch.setattr(config, "get_registry", lambda: ActionRegistry({**with_mail.actions, plain.id: plain}))
-    assert config.connector_toolboxes() == []
+    plain = replace(issues, id="jira.listProjects", connection_type=None, connection_types=())
+    monkeypatch.setattr(config, "get_registry", lambda: ActionRegistry({**with_jira.actions, plain.id: plain}))
+    assert "jira" not in config.connector_toolboxes()
+
+
+def test_an_action_may_work_with_several_connection_types():
+    """email.sendMail sends through any mail connection: the e-mail toolbox is a connector toolbox,
+    usable with an active connection of either type, and only then."""
+    send = get_registry().get("email.sendMail")
+    assert send.connection_types == ("imap", "msft") and send.connection_type == "imap"
+    assert "email" in config.connector_toolboxes()
+    assert send.usable_with({"msft"}) and send.usable_with({"imap", "jira"})
+    assert not send.usable_with(set()) and not send.usable_with({"jira"})
+    assert declared_action(_read_issues).connection_types == ("jira",)
+    with pytest.raises(ValueError, match="connection_type must be the first of connection_types"):
+        action("x.y", toolbox="jira", label="x", description="x", connection_type="msft",
+               connection_types=("imap", "msft"))
