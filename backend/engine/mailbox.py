@@ -239,9 +239,11 @@ def _deliver(node: _Waiting, mail: Mail, files: list[tuple[str, str, bytes]]) ->
     from backend.files.service import FileScope, store_file
 
     with session_scope() as session:
+        if not _claim(session, node):
+            return False
         run = session.get(WorkflowRun, node.run_id)
         user = session.get(User, node.starter_id)
-        if run is None or user is None or run.status != run_lifecycle.PAUSED:
+        if run is None or user is None:
             return False
         output = mail.to_output()
         try:
@@ -262,6 +264,20 @@ def _deliver(node: _Waiting, mail: Mail, files: list[tuple[str, str, bytes]]) ->
             session.rollback()
             return False
         return True
+
+
+def _claim(session: Session, node: _Waiting) -> bool:
+    """Begin the delivery's transaction by locking the run's row, if it is still as the poller
+    read it (paused, same lock_version; nothing is changed). Another process delivering the same
+    mail waits here and then finds the run changed. It also makes the transaction's first
+    statement a write: on SQLite (pysqlite) a savepoint opened first — as the file store does —
+    would otherwise commit on its release, before the run is resumed."""
+    claimed = session.execute(update(WorkflowRun)
+                              .where(WorkflowRun.id == node.run_id, WorkflowRun.lock_version == node.lock_version,
+                                     WorkflowRun.status == run_lifecycle.PAUSED)
+                              .values(lock_version=WorkflowRun.lock_version)
+                              .execution_options(synchronize_session=False))
+    return claimed.rowcount == 1
 
 
 def _unique(name: str, taken: list[str]) -> str:
