@@ -1,5 +1,6 @@
-"""Due work of paused runs (DESIGN §4): durable flow.wait timers (they fire after a restart),
-human task timeouts (onTimeout cancel / default) and email.checkEmail through a Mailbox."""
+"""Due work of paused runs (DESIGN §4): durable flow.wait timers (they fire after a restart) and
+human task timeouts (onTimeout cancel / default). email.checkEmail's mail poller, the third kind,
+is tested against a real IMAP server in tests/integration/test_mail_check.py."""
 
 from __future__ import annotations
 
@@ -17,33 +18,8 @@ from backend.config import get_settings, reset_settings_cache
 from backend.db import reset_engine, session_scope
 from backend.db.models import HumanTask, WorkflowRun, utcnow
 from backend.engine import timers
-from backend.engine.mailbox import Mailbox, MailMessage, matches, poll_mailboxes, set_mailbox
 from backend.engine.timers import expire_due_tasks, run_due_work, start_timer_thread, wake_due_runs
 from tests.integration.test_engine import START, edge, ran, run_graph, steps_of, transform
-
-
-class MemoryMailbox(Mailbox):
-    """A mailbox held in memory: mails are delivered with :meth:`deliver`."""
-
-    def __init__(self) -> None:
-        self.mails: dict[tuple[str, str], list[MailMessage]] = {}
-        self.fetches: list[tuple[str, str, datetime]] = []
-
-    def deliver(self, connection_id: str, folder: str, mail: MailMessage) -> None:
-        self.mails.setdefault((connection_id, folder), []).append(mail)
-
-    def fetch(self, connection_id: str, folder: str, since: datetime) -> list[MailMessage]:
-        self.fetches.append((connection_id, folder, since))
-        return sorted((m for m in self.mails.get((connection_id, folder), []) if m.received_at > since),
-                      key=lambda m: m.received_at)
-
-
-@pytest.fixture
-def mailbox() -> Iterator[MemoryMailbox]:
-    box = MemoryMailbox()
-    set_mailbox(box)
-    yield box
-    set_mailbox(None)
 
 
 def get_run(api, run_id: str) -> dict[str, Any]:
@@ -182,60 +158,6 @@ def test_task_timeout_default_rejects_an_approval_and_fills_form_defaults(api):
     assert final["status"] == "completed", final
     assert steps_of(final)["f"]["output"] == {"size": 3, "note": None}
     assert steps_of(final)["after"]["output"]["result"] == "3"
-
-
-def email_graph(filter: Any) -> dict[str, Any]:  # noqa: A002
-    return {"nodes": [START,
-                      {"id": "mail", "type": "email.checkEmail",
-                       "parameters": {"connectionId": "conn-1", "folder": "Inbox", "filter": filter}},
-                      transform("after", "got {{ subject }}", data="{{ nodes.mail.output }}")],
-            "edges": [edge("start", "mail"), edge("mail", "after")]}
-
-
-def mail(subject: str, sender: str = "boss@example.com", body: str = "", delay: int = 1) -> MailMessage:
-    return MailMessage(id=f"m-{subject}", sender=sender, subject=subject, body=body,
-                       received_at=utcnow() + timedelta(seconds=delay))
-
-
-def test_check_email_pauses_until_a_matching_mail_arrives(api, mailbox):
-    run = run_graph(api, email_graph({"from": "BOSS@", "subjectContains": "invoice"}))
-    assert run["status"] == "paused" and run["pauseReason"] == "email", run
-    assert poll_mailboxes() == 0
-    assert mailbox.fetches and mailbox.fetches[-1][:2] == ("conn-1", "Inbox")
-    mailbox.deliver("conn-1", "Inbox", mail("Invoice 42", sender="someone@else.com"))
-    mailbox.deliver("conn-1", "Archive", mail("Invoice 43"))
-    mailbox.deliver("conn-2", "Inbox", mail("Invoice 44"))
-    assert poll_mailboxes() == 0
-    assert get_run(api, run["id"])["status"] == "paused"
-    mailbox.deliver("conn-1", "Inbox", mail("Your INVOICE 45", body="pay"))
-    assert run_due_work() == {"woken": 0, "expired": 0, "mails": 1}
-    final = get_run(api, run["id"])
-    assert final["status"] == "completed", final
-    assert steps_of(final)["mail"]["output"]["subject"] == "Your INVOICE 45"
-    assert steps_of(final)["mail"]["output"]["from"] == "boss@example.com"
-    assert steps_of(final)["after"]["output"]["result"] == "got Your INVOICE 45"
-    assert poll_mailboxes() == 0
-
-
-def test_mail_filters():
-    message = MailMessage("1", "Boss@Example.com", "Invoice 7", "please pay", utcnow())
-    assert matches(message, None) and matches(message, {})
-    assert matches(message, "PAY") and matches(message, "invoice") and not matches(message, "refund")
-    assert matches(message, {"from": "boss@example", "bodyContains": "Pay"})
-    assert not matches(message, {"from": "boss@example", "subjectContains": "receipt"})
-    assert not matches(message, 42)
-
-
-def test_old_mail_does_not_resume_and_no_mailbox_polls_nothing(api, mailbox):
-    run = run_graph(api, email_graph("report"))
-    mailbox.deliver("conn-1", "Inbox", mail("report", delay=-3600))
-    assert poll_mailboxes() == 0
-    set_mailbox(None)
-    mailbox.deliver("conn-1", "Inbox", mail("report"))
-    assert poll_mailboxes() == 0
-    set_mailbox(mailbox)
-    assert poll_mailboxes(now=utcnow()) == 1
-    assert get_run(api, run["id"])["status"] == "completed"
 
 
 # --- the timer thread -------------------------------------------------------------------------

@@ -6,7 +6,6 @@ fix it, instead of waiting (an e-mail step without a mailbox waited forever) or 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Any
 
 import pytest
@@ -18,11 +17,11 @@ from backend.db import session_scope
 from backend.db.models import Notification, User, Workflow
 from backend.engine import executor
 from backend.engine.expressions import ExpressionScope
-from backend.engine.mailbox import Mailbox, MailMessage, set_mailbox
 from backend.engine.nodes import NodeCall, StepError, check_email
 from backend.notifications import notifier
 from backend.workflows import requirements, service, templates
 from backend.workflows.node_types import palette
+from tests.mail_servers import imap_server
 
 START = {"id": "start", "type": "trigger.manual", "parameters": {}, "position": {"x": 0, "y": 0}}
 NO_AI = {"OPENAI_API_KEY": "", "POWERON_AI_PROVIDERS": "", "POWERON_SEARCH_URL": ""}
@@ -51,18 +50,14 @@ def offline(monkeypatch):
     reset_settings_cache()
 
 
-class OneMailbox(Mailbox):
-    """A mail connector with nothing in it: runs wait at their e-mail step."""
-
-    def fetch(self, connection_id: str, folder: str, since: datetime) -> list[MailMessage]:
-        return []
-
-
 @pytest.fixture
-def mailbox():
-    set_mailbox(OneMailbox())
-    yield
-    set_mailbox(None)
+def mailbox(api):
+    """A mail connection (to pymap, with nothing new in it: runs wait at their e-mail step); its id."""
+    with imap_server() as imap:
+        created = api.client.post("/api/connections", json={"type": "imap", "label": "Inbox",
+                                                            "settings": imap.settings()}, headers=api.auth)
+        assert created.status_code == 201, created.text
+        yield created.json()["id"]
 
 
 def create(api, **body) -> dict:
@@ -120,7 +115,7 @@ def test_the_templates_say_what_they_need_and_whether_it_is_here(api, offline):
     assert [n["nodes"] for n in digest["needs"]] == [["search"], ["digest"]]
     mail = by_id["email-attachment-analysis"]["needs"][0]
     assert (mail["id"], mail["available"], mail["nodes"]) == ("mail", False, ["mail"])
-    assert "Needs a mail connection — none can be set up here yet" in mail["text"]
+    assert "Needs a mail connection — none chosen: add a mail connection on the Connections page" in mail["text"]
     for runnable in ("expense-approval", "webhook-notification", "jira-to-clickup"):
         assert by_id[runnable]["runsAsItIs"] is True and by_id[runnable]["connections"] == []
     assert [(n["id"], n["available"], n["builtIn"]) for n in by_id["jira-to-clickup"]["needs"]] == \
@@ -145,7 +140,7 @@ def test_the_email_attachment_template_fails_at_once_naming_the_mail_connection(
     assert failed["status"] == "failed" and failed["pauseReason"] is None, failed
     error = failed["error"]
     assert error.startswith("this workflow cannot run here: it needs a mail connection for node 'mail' "
-                            "(Wait for e-mail) — none can be set up here yet"), error
+                            "(Wait for e-mail) — none chosen: add a mail connection on the Connections page"), error
     assert "it needs an AI provider for node 'analyse' (Analyse the attachment) — not configured here: set " \
            "OPENAI_API_KEY" in error
     assert failed["steps"] == []  # nothing ran, nothing waits
@@ -176,14 +171,14 @@ def test_each_missing_thing_is_named_with_its_nodes_and_a_reachable_need_only(ap
 
 
 def test_a_usable_mail_connection_lets_the_run_wait_for_its_mail(api, mailbox):
-    waiting = run(api, create(api, graph={"nodes": [START, mail_step("conn-1")], "edges": [edge("start", "mail")]})
+    waiting = run(api, create(api, graph={"nodes": [START, mail_step(mailbox)], "edges": [edge("start", "mail")]})
                   ["id"])
     assert (waiting["status"], waiting["pauseReason"]) == ("paused", "email"), waiting
-    # A mail connector but no connection chosen: fails at once, saying which.
+    # No connection chosen: fails at once, saying which.
     unchosen = run(api, create(api, graph={"nodes": [START, mail_step("")], "edges": [edge("start", "mail")]})["id"])
     assert unchosen["status"] == "failed"
-    assert "needs a mail connection for node 'mail' (Wait for e-mail) — none chosen: set the node's mail " \
-           "connection (connectionId)" in unchosen["error"]
+    assert "needs a mail connection for node 'mail' (Wait for e-mail) — none chosen: add a mail connection on " \
+           "the Connections page and choose it in the node (connectionId)" in unchosen["error"]
 
 
 def test_the_email_step_fails_at_once_when_its_connection_turns_out_empty(api, mailbox):
@@ -193,17 +188,20 @@ def test_the_email_step_fails_at_once_when_its_connection_turns_out_empty(api, m
     assert failed["status"] == "failed", failed
     step = {s["nodeId"]: s for s in failed["steps"]}["mail"]
     assert step["status"] == "failed"
-    assert step["error"] == "needs a mail connection — none chosen: set the node's mail connection (connectionId)"
-    assert run(api, create(api, graph=graph)["id"], {"connection": "conn-1"})["status"] == "paused"
+    assert step["error"] == ("needs a mail connection — none chosen: add a mail connection on the Connections page "
+                             "and choose it in the node (connectionId)")
+    assert run(api, create(api, graph=graph)["id"], {"connection": mailbox})["status"] == "paused"
 
 
-def test_without_a_mail_connector_the_email_step_itself_fails_at_once():
+def test_an_unknown_mail_connection_fails_the_email_step_itself_at_once(api):
     """Whatever let a run reach it (a run started before this check, a retry), the step does not wait."""
-    call = NodeCall(mail_step("conn-1"), {"connectionId": "conn-1", "folder": "Inbox"}, ExpressionScope(input=None),
-                    session=None, user=None, run=None)
-    with pytest.raises(StepError, match="^needs a mail connection — none can be set up here yet: this installation "
-                                        "has no mail connector"):
-        check_email(call)
+    with session_scope() as session:
+        admin = session.exec(select(User).where(User.username == "admin")).one()
+        call = NodeCall(mail_step("conn-1"), {"connectionId": "conn-1", "folder": "Inbox"},
+                        ExpressionScope(input=None), session=session, user=admin, run=None)
+        with pytest.raises(StepError, match="^needs a mail connection — connection conn-1 not found: choose one of "
+                                            "yours on the Connections page"):
+            check_email(call)
 
 
 @pytest.fixture
