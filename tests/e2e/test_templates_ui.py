@@ -103,8 +103,8 @@ def test_each_card_says_what_its_template_needs_and_whether_it_is_here(page: Pag
     expect(digest.locator(".template-needs-setup")).to_have_text("needs setup")
     mail = card(page, "email-attachment-analysis")
     expect(mail.locator(".template-need").first).to_have_text(
-        "Needs a mail connection — none can be set up here yet: this installation has no mail connector "
-        "(Microsoft 365 or IMAP)")
+        "Needs a mail connection — none chosen: add a mail connection on the Connections page and choose it in "
+        "the node (connectionId)")
     summary = card(page, "summarise-file")
     expect(summary.locator(".template-need")).to_have_text(["Needs an AI provider — configured here"])
     expect(summary.locator(".template-ready")).to_have_text("set up here")
