@@ -129,6 +129,9 @@ class ImapMail(MailAccess):
             yield client
         except (OSError, imaplib.IMAP4.error) as exc:
             raise ConnectionFailed(f"the IMAP server {self.where} failed: {_reason(exc)}") from None
+        except wire.WireError as exc:
+            raise ConnectionFailed(f"the IMAP server {self.where} sent an answer that cannot be read: {exc}") \
+                from None
         finally:
             _close(client)
 
