@@ -35,6 +35,7 @@ from backend.config import get_settings
 from backend.connectors.access import Attachment, Mail, MailAccess, MailPage, OutgoingMail, SourceItem
 from backend.connectors.kinds import imap_wire as wire
 from backend.connectors.kinds.imap import _close, _reason, _where, open_imap, open_smtp
+from backend.connectors.mail import attachment_too_large, check_limit, max_messages
 from backend.connectors.types import ConnectionFailed, Credentials
 from backend.errors import FieldError, InvalidInput, NotFound
 
@@ -43,33 +44,6 @@ TEXT_MAX_BYTES = 256 * 1024
 HEADER_FIELDS = "FROM TO CC SUBJECT DATE MESSAGE-ID CONTENT-TYPE CONTENT-TRANSFER-ENCODING CONTENT-DISPOSITION"
 SUMMARY = f"(UID INTERNALDATE RFC822.SIZE BODYSTRUCTURE BODY.PEEK[HEADER.FIELDS ({HEADER_FIELDS})])"
 _HEADERS = BytesHeaderParser(policy=policy.default)
-
-
-def max_messages() -> int:
-    """POWERON_MAIL_MAX_MESSAGES: the most mails one call reads."""
-    return get_settings().mail_max_messages
-
-
-def check_limit(limit: Any) -> int:
-    """`limit` when it is a whole number from 1 to POWERON_MAIL_MAX_MESSAGES, else InvalidInput
-    naming the limit."""
-    most = max_messages()
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInput([FieldError("limit", "must be a whole number of at least 1")])
-    if limit > most:
-        raise InvalidInput([FieldError("limit", f"at most {most} mails per call (POWERON_MAIL_MAX_MESSAGES); "
-                                                f"{limit} were asked for")])
-    return limit
-
-
-def attachment_too_large(name: str, size: int) -> InvalidInput:
-    """The refusal of an attachment over POWERON_FILE_MAX_BYTES."""
-    from backend.files.service import human_size
-
-    limit = get_settings().file_max_bytes
-    return InvalidInput([FieldError("attachmentId", (
-        f"the attachment '{name}' is {human_size(size)}; files may be at most {human_size(limit)} "
-        "(POWERON_FILE_MAX_BYTES)"))])
 
 
 @dataclass(frozen=True)
