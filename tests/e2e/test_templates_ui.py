@@ -160,8 +160,8 @@ def test_the_ai_template_runs_with_the_provider_of_this_installation(page: Page,
 
 
 @pytest.mark.parametrize(("template_id", "message"), [
-    ("email-attachment-analysis", "it needs a mail connection for node 'mail' (Wait for e-mail) — none can be set "
-                                  "up here yet"),
+    ("email-attachment-analysis", "it needs a mail connection for node 'mail' (Wait for e-mail) — none chosen: add "
+                                  "a mail connection on the Connections page"),
     ("daily-web-digest", "it needs web search for node 'search' (Web search) — not configured here: set "
                          "POWERON_SEARCH_URL"),
 ])
