@@ -47,6 +47,9 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 TENANT = "contoso-test"
 WELL_KNOWN = {"inbox": "Inbox", "drafts": "Drafts", "sentitems": "Sent Items", "deleteditems": "Deleted Items",
               "junkemail": "Junk Email", "archive": "Archive"}
+DEFAULT_USER = {"id": "5f2c5e6a-1b2c-4d3e-8f90-0a1b2c3d4e5f", "displayName": "Anna Meier", "givenName": "Anna",
+                "surname": "Meier", "mail": "anna.meier@contoso.example",
+                "userPrincipalName": "anna.meier@contoso.example"}
 MESSAGES_PAGE = 10
 DELTA_PAGE = 10
 CHILDREN_PAGE = 200
@@ -143,9 +146,7 @@ class MsGraph:
     redirect_uri: str
     tenant: str = TENANT
     url: str = ""  # set by serve
-    user: dict[str, Any] = field(default_factory=lambda: {
-        "id": "5f2c5e6a-1b2c-4d3e-8f90-0a1b2c3d4e5f", "displayName": "Anna Meier", "givenName": "Anna",
-        "surname": "Meier", "mail": "anna.meier@contoso.example", "userPrincipalName": "anna.meier@contoso.example"})
+    user: dict[str, Any] = field(default_factory=dict)
     access_token_lifetime: int = 3600
     deny: bool = False
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -154,8 +155,9 @@ class MsGraph:
         self.reset()
 
     def reset(self) -> None:
-        """Empty mailbox and sites, default switches."""
+        """Empty mailbox and sites, the default user (Anna Meier), default switches."""
         with self.lock:
+            self.user = dict(DEFAULT_USER)
             self.deny = False
             self.access_token_lifetime = 3600
             self.codes: dict[str, dict[str, Any]] = {}
@@ -745,8 +747,8 @@ def _handler_for(graph: MsGraph) -> type[BaseHTTPRequestHandler]:  # noqa: C901 
                     if "$filter" in query or "$orderby" in query:
                         raise GraphFault(400, "BadRequest", "The query parameter '$orderby' or '$filter' is not "
                                                             "supported with '$search'.")
-                    words = [w.lower() for w in search.strip('"').split() if w]
-                    mails = [m for m in mails if all(w in self._searchable(m) for w in words)]
+                    words = [w.lower() for w in re.findall(r"\w+", search)]
+                    mails = [m for m in mails if self._matches(m, words)]
                 order = query.get("$orderby", "receivedDateTime desc")
                 if "$filter" in query:
                     mails, first = self._filter(query["$filter"], mails)
@@ -761,9 +763,12 @@ def _handler_for(graph: MsGraph) -> type[BaseHTTPRequestHandler]:  # noqa: C901 
             self._paged(values, query, total, MESSAGES_PAGE)
 
         @staticmethod
-        def _searchable(mail: StoredMail) -> str:
-            return " ".join([mail.subject, _text_of(mail.body), *mail.sender,
-                             *[a["name"] for a in mail.attachments]]).lower()
+        def _matches(mail: StoredMail, words: list[str]) -> bool:
+            """Outlook's search: every word of the query starts a word of subject, body, sender or an
+            attachment's name."""
+            text = " ".join([mail.subject, _text_of(mail.body), *mail.sender, *[a["name"] for a in mail.attachments]])
+            found = set(re.findall(r"\w+", text.lower()))
+            return all(any(f.startswith(w) for f in found) for w in words)
 
         def _window(self, items: list[Any], query: dict[str, str], default: int, most: int) -> list[Any]:
             top, skip = self._top(query, default, most), int(query.get("$skip") or 0)
@@ -784,7 +789,7 @@ def _handler_for(graph: MsGraph) -> type[BaseHTTPRequestHandler]:  # noqa: C901 
             body: dict[str, Any] = {"@odata.context": f"{graph.url}/v1.0/$metadata#collection", "value": values}
             if skip + top < total:
                 following = {**query, "$skip": str(skip + top), "$top": str(top)}
-                body["@odata.nextLink"] = f"{graph.url}/v1.0{urlsplit(self.path).path}?{urlencode(following)}"
+                body["@odata.nextLink"] = f"{graph.url}{urlsplit(self.path).path}?{urlencode(following)}"
             self._json(200, body)
 
         def _page(self, values: list[Any], query: dict[str, str], what: str) -> None:
@@ -1063,7 +1068,7 @@ def _handler_for(graph: MsGraph) -> type[BaseHTTPRequestHandler]:  # noqa: C901 
             if offset + top < len(values):
                 following = {k: v for k, v in query.items() if k != "$skiptoken"}
                 following["$skiptoken"] = _token({"off": offset + top})
-                body["@odata.nextLink"] = f"{graph.url}/v1.0{urlsplit(self.path).path}?{urlencode(following)}"
+                body["@odata.nextLink"] = f"{graph.url}{urlsplit(self.path).path}?{urlencode(following)}"
             self._json(200, body)
 
         def content(self, _query, _body, drive_id, item_id) -> None:

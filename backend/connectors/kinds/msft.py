@@ -693,7 +693,19 @@ class GraphFiles(FileAccess):
     def _search_drive(self, drive_id: str, where: str, term: str, limit: int) -> list[SourceItem]:
         listing = self.graph.listing(f"/drives/{_q(drive_id)}/{where}/search(q='{term}')",
                                      "searching SharePoint", {"$top": min(max(limit, 10), PAGE_SIZE)}, limit)
-        return [self.item(r, drive_id) for r in listing.items if r.get("id")]
+        return [self.item(self._located(r, drive_id), drive_id) for r in listing.items if r.get("id")]
+
+    def _located(self, raw: dict[str, Any], drive_id: str) -> dict[str, Any]:
+        """A search hit with its folder: Graph's search answers often lack `parentReference.path`."""
+        parent = raw.get("parentReference") if isinstance(raw.get("parentReference"), dict) else {}
+        if parent.get("path"):
+            return raw
+        try:
+            return self.graph.get(f"/drives/{_q(str(parent.get('driveId') or drive_id))}/items/{_q(str(raw['id']))}",
+                                  "locating a search hit", {"$select": "id,name,size,file,folder,parentReference,"
+                                                                       "lastModifiedDateTime"})
+        except GraphError:
+            return raw
 
     def describe(self, item_id: str) -> dict[str, Any]:
         """The Graph driveItem of a file or folder id."""
