@@ -54,20 +54,20 @@ def create_ticket(type_id: TypeId, body: OAuthTicketCreate, user: CurrentUser, s
     return OAuthTicketOut(ticket=ticket.ticket, url=ticket.url, expires_at=ticket.expires_at)
 
 
-@router.get("/{type}/start", status_code=302, **declared_by(OAuthConsents.start),
+@router.get("/{type}/start", status_code=302, response_class=RedirectResponse, **declared_by(OAuthConsents.start),
             responses={302: {"description": "to the provider's consent (or, for a ticket that cannot start, to "
                                             "the UI's Connections page with ?error=)"}})
 def start_consent(
     request: Request,
     session: DbSession,
     type_id: TypeId,
-    ticket: Annotated[str | None, Query(max_length=200, description="a ticket of POST …/tickets (instead of "
-                                                                     "a bearer token)")] = None,
     mandate_id: Annotated[str | None, Query(alias="mandateId", max_length=32)] = None,
     label: Annotated[str | None, Query(max_length=200)] = None,
     connection_id: Annotated[str | None, Query(alias="connectionId", max_length=32)] = None,
 ):
-    """Start a consent: with a ticket (a browser), or as the bearer token's user with these parameters."""
+    """Start a consent: with `?ticket=` (a browser; the ticket says what to connect), or as the bearer
+    token's user with these parameters."""
+    ticket = request.query_params.get("ticket")  # documented as the security scheme startTicket
     if ticket is not None:
         try:
             return _to_provider(oauth.start_with_ticket(type_id, ticket))
@@ -83,7 +83,7 @@ def start_consent(
     return _to_provider(OAuthConsents(AccessContext(session, user)).start(type_id, mandate_id, label, connection_id))
 
 
-@router.get("/{type}/callback", status_code=302, **permission("public"),
+@router.get("/{type}/callback", status_code=302, response_class=RedirectResponse, **permission("public"),
             responses={302: {"description": "to the UI: /connections?connected=<connectionId> or ?error=<message>"}})
 def consent_callback(
     request: Request,

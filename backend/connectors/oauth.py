@@ -162,13 +162,12 @@ def ui_result_url(connected: str | None = None, error: str | None = None) -> str
     return f"{get_settings().ui_url}/connections?{urlencode(query)}"
 
 
-def oauth_type(type_id: Any) -> tuple[ConnectionType, OAuthProvider]:
-    """The connection type `type_id` when it is made by consent, with its provider.
+def _consent_type(type_id: Any) -> ConnectionType:
+    """The connection type `type_id` when it is made by consent (available here or not).
 
     Raises:
         NotFound: no such type.
-        InvalidInput: a type made with typed settings (field `type`), or one this installation
-            cannot make (the missing settings named).
+        InvalidInput: a type made with typed settings (field `type`).
     """
     try:
         kind = connection_type(type_id)
@@ -177,6 +176,18 @@ def oauth_type(type_id: Any) -> tuple[ConnectionType, OAuthProvider]:
     if kind.auth != "oauth" or kind.oauth is None:
         raise InvalidInput([FieldError("type", f"'{kind.id}' connections are made with typed settings "
                                                "(POST /api/connections), not by consent")])
+    return kind
+
+
+def oauth_type(type_id: Any) -> tuple[ConnectionType, OAuthProvider]:
+    """The connection type `type_id` when it is made by consent and available here, with its provider.
+
+    Raises:
+        NotFound: no such type.
+        InvalidInput: a type made with typed settings, or one this installation cannot make (the
+            missing settings named); field `type`.
+    """
+    kind = _consent_type(type_id)
     unavailable = kind.unavailable()
     if unavailable:
         raise InvalidInput([FieldError("type", unavailable)])
@@ -262,14 +273,16 @@ def consent_request(session: Session, user: User, type_id: Any, mandate_id: Any 
         InvalidInput: a type not made by consent or not available here, a bad label, a connection
             of another type or a revoked one.
     """
-    kind, _provider = oauth_type(type_id)
+    kind = _consent_type(type_id)
     name = "" if label is None else clean_name(label, "label", LABEL_MAX)
     if connection_id is None:
-        return ConsentRequest(kind.id, _mandate_for(session, user, mandate_id).id, name)
+        mandate = _mandate_for(session, user, mandate_id)
+        oauth_type(kind.id)  # a foreign id is "not found" before "not available here"
+        return ConsentRequest(kind.id, mandate.id, name)
     found = session.get(Connection, connection_id) if isinstance(connection_id, str) and connection_id else None
     if found is None or found.owner_id != user.id:
         # Another user's connection is renewed by its owner only, and looks like a missing one.
-        raise NotFound(f"connection {connection_id} not found")
+        raise NotFound("the connection to renew (connectionId) was not found among yours")
     if found.type != kind.id:
         raise InvalidInput([FieldError("connectionId", f"connection '{found.label}' is not a {kind.label} "
                                                        "connection")])
@@ -277,6 +290,7 @@ def consent_request(session: Session, user: User, type_id: Any, mandate_id: Any 
         raise InvalidInput([FieldError("connectionId", f"connection '{found.label}' was revoked: add a new one")])
     if mandate_id is not None and mandate_id != found.mandate_id:
         raise InvalidInput([FieldError("mandateId", f"connection '{found.label}' belongs to another mandate")])
+    oauth_type(kind.id)
     return ConsentRequest(kind.id, found.mandate_id, name or found.label, found.id)
 
 

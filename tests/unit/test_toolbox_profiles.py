@@ -50,9 +50,14 @@ def _read_emails(params, context) -> list:
 
 
 def test_a_connector_toolbox_appears_by_registering_its_actions(monkeypatch):
+    # The library without its connector actions (and without any e-mail action), as before a connector.
+    plain_library = {i: a for i, a in get_registry().actions.items()
+                     if a.connection_type is None and a.toolbox != "email"}
+    monkeypatch.setattr(config, "get_registry", lambda: ActionRegistry(plain_library))
+    assert config.connector_toolboxes() == []
     assert "email" not in profile("workspace").available_toolboxes
     mail = declared_action(_read_emails)
-    with_mail = ActionRegistry({**get_registry().actions, mail.id: mail})
+    with_mail = ActionRegistry({**plain_library, mail.id: mail})
     monkeypatch.setattr(config, "get_registry", lambda: with_mail)
     assert config.connector_toolboxes() == ["email"]
     assert profile("workspace").available_toolboxes[-1] == "email"
