@@ -115,6 +115,19 @@ class Settings:
             wait for a run thread (POWERON_MAX_QUEUED_RUNS).
         webhook_max_bytes: Largest body a webhook or public form call may send (413 above it):
             POWERON_WEBHOOK_MAX_BYTES.
+        msft_tenant: The Microsoft Entra tenant of Microsoft 365 connections (POWERON_MSFT_TENANT):
+            a tenant id or domain, or `organizations` / `common`; None: no such connections.
+        msft_client_id: The app registration's application (client) id (POWERON_MSFT_CLIENT_ID).
+        msft_client_secret: Its client secret (POWERON_MSFT_CLIENT_SECRET): left out of `repr`,
+            never logged.
+        msft_authority: The identity platform (POWERON_MSFT_AUTHORITY); tests point it at a stand-in.
+        msft_graph_url: Microsoft Graph (POWERON_MSFT_GRAPH_URL), without `/v1.0`.
+        graph_timeout_seconds: Longest wait for one Graph or token request (POWERON_GRAPH_TIMEOUT_SECONDS).
+        graph_max_pages: Most pages (`@odata.nextLink`) one listing follows (POWERON_GRAPH_MAX_PAGES).
+        graph_max_retries: Retries of one request that Graph throttles (429) or finds unavailable
+            (503, 504) (POWERON_GRAPH_MAX_RETRIES).
+        graph_max_wait_seconds: Longest total wait (Retry-After) for one request before it fails
+            naming the throttling (POWERON_GRAPH_MAX_WAIT_SECONDS).
     """
 
     db_url: str
@@ -156,6 +169,15 @@ class Settings:
     smtp_from: str | None = None
     max_queued_runs: int = 1000
     webhook_max_bytes: int = 1024 * 1024
+    msft_tenant: str | None = None
+    msft_client_id: str | None = None
+    msft_client_secret: str | None = field(default=None, repr=False)
+    msft_authority: str = "https://login.microsoftonline.com"
+    msft_graph_url: str = "https://graph.microsoft.com"
+    graph_timeout_seconds: float = 30.0
+    graph_max_pages: int = 20
+    graph_max_retries: int = 4
+    graph_max_wait_seconds: float = 60.0
 
     @property
     def sso_enabled(self) -> bool:
@@ -246,6 +268,14 @@ def _seconds(name: str, default: float, zero_ok: bool = False) -> float:
     if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
         raise ValueError(f"{name} must be a {'non-negative' if zero_ok else 'positive'} number of seconds, "
                          f"not {raw!r}")
+    return value
+
+
+def _url(name: str, default: str) -> str:
+    """An http(s) base URL without a trailing slash."""
+    value = _text(name, rstrip="/") or default
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(f"{name} must start with http:// or https://, not {value!r}")
     return value
 
 
@@ -409,6 +439,15 @@ def get_settings() -> Settings:
         smtp_from=_text("POWERON_SMTP_FROM"),
         max_queued_runs=_count("POWERON_MAX_QUEUED_RUNS", 1000),
         webhook_max_bytes=_bytes("POWERON_WEBHOOK_MAX_BYTES", 1024 * 1024),
+        msft_tenant=_text("POWERON_MSFT_TENANT"),
+        msft_client_id=_text("POWERON_MSFT_CLIENT_ID"),
+        msft_client_secret=os.environ.get("POWERON_MSFT_CLIENT_SECRET") or None,
+        msft_authority=_url("POWERON_MSFT_AUTHORITY", "https://login.microsoftonline.com"),
+        msft_graph_url=_url("POWERON_MSFT_GRAPH_URL", "https://graph.microsoft.com"),
+        graph_timeout_seconds=_seconds("POWERON_GRAPH_TIMEOUT_SECONDS", 30.0),
+        graph_max_pages=_count("POWERON_GRAPH_MAX_PAGES", 20),
+        graph_max_retries=_count("POWERON_GRAPH_MAX_RETRIES", 4),
+        graph_max_wait_seconds=_seconds("POWERON_GRAPH_MAX_WAIT_SECONDS", 60.0, zero_ok=True),
     )
 
 

@@ -13,6 +13,7 @@ from backend.api.actions import router as actions_router
 from backend.api.administration import router as administration_router
 from backend.api.catalog import router as catalog_router
 from backend.api.connections import router as connections_router
+from backend.api.connections_oauth import router as connections_oauth_router
 from backend.api.core import router as core_router
 from backend.api.input_guard import InputGuard
 from backend.api.monitor import router as monitor_router
@@ -77,6 +78,7 @@ def create_api() -> FastAPI:
     api.include_router(monitor_router)
     api.include_router(triggers_router)
     api.include_router(connections_router)
+    api.include_router(connections_oauth_router)
     for feature in get_features().values():
         if feature.router is not None:
             api.include_router(feature.router, prefix=f"/api/{feature.code}")

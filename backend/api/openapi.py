@@ -62,7 +62,14 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     },
 }
 BEARER = {"bearerAuth": {"type": "http", "scheme": "bearer",
-                         "description": "a token of POST /api/auth/login or a personal API token"}}
+                         "description": "a token of POST /api/auth/login or a personal API token"},
+          "startTicket": {"type": "apiKey", "in": "query", "name": "ticket",
+                          "description": "a one-time ticket of POST /api/connections/oauth/{type}/tickets (a browser "
+                                         "navigation carries no bearer header)"}}
+# Operations a caller may authenticate otherwise than with the bearer token.
+ALTERNATIVE_SECURITY: dict[tuple[str, str], list[dict[str, list]]] = {
+    ("get", "/api/connections/oauth/{type}/start"): [{"bearerAuth": []}, {"startTicket": []}],
+}
 RETRY_AFTER = {"Retry-After": {"description": "seconds to wait before trying again",
                                "schema": {"type": "string"}}}
 DESCRIPTIONS = {
@@ -205,7 +212,7 @@ def _document_operation(method: str, path: str, operation: dict[str, Any]) -> No
         if status.startswith("4") and "content" not in answer:
             answer["content"] = {"application/json": {"schema": ERROR_REF}}
     if operation.get("x-permission", {}).get("kind") != "public":
-        operation["security"] = [{"bearerAuth": []}]
+        operation["security"] = ALTERNATIVE_SECURITY.get((method, path), [{"bearerAuth": []}])
 
 
 def _drop_unused_validation_schemas(doc: dict[str, Any]) -> None:

@@ -526,3 +526,22 @@ class ConnectionTestOut(CamelModel):
     ok: bool
     message: str
     status: Literal["active", "expired", "error", "revoked"]
+
+
+class OAuthTicketCreate(StrictCamelModel):
+    """A consent to start in the browser: a new connection (in `mandateId`, default the caller's
+    only mandate or Default, named `label`, default the type and the account) or the renewal of
+    the caller's connection `connectionId`."""
+
+    mandate_id: str | None = Field(None, max_length=32)
+    label: str | None = Field(None, max_length=200)
+    connection_id: str | None = Field(None, max_length=32)
+
+
+class OAuthTicketOut(CamelModel):
+    """A one-time start of a consent: send the browser to `url` (it holds `ticket`) before
+    `expiresAt`; the ticket works once."""
+
+    ticket: str
+    url: str
+    expires_at: datetime

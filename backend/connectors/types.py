@@ -71,6 +71,8 @@ class ConnectionType:
         mail: For a type offering MAIL: builds the MailAccess of one connection
             (backend/connectors/access.py).
         files: For a type offering FILES: builds its FileAccess.
+        oauth: For auth "oauth": the provider's consent and token endpoints, scopes and how to
+            tell whose account was connected (backend.connectors.oauth.OAuthProvider).
     """
 
     id: str
@@ -83,6 +85,7 @@ class ConnectionType:
     unavailable: Callable[[], str | None] = lambda: None
     mail: Callable[[Credentials], Any] | None = None
     files: Callable[[Credentials], Any] | None = None
+    oauth: Any = None
 
     @property
     def offers(self) -> frozenset[str]:
