@@ -270,14 +270,15 @@ def _source_icon(entry: SourceEntryRow) -> rx.Component:
     )
 
 
-def _source_name(entry: SourceEntryRow, on_click, title: str) -> rx.Component:
+def _source_name(entry: SourceEntryRow, on_click, action: str) -> rx.Component:
     return rx.box(
         rx.text(entry["name"], size="2", class_name="source-entry-name", overflow="hidden",
                 text_overflow="ellipsis", white_space="nowrap"),
         rx.cond(entry["detail"] != "", rx.text(entry["detail"], size="1", color_scheme="gray",
                                                class_name="source-entry-detail", overflow="hidden",
                                                text_overflow="ellipsis", white_space="nowrap")),
-        on_click=on_click, cursor="pointer", flex="1", min_width="0", title=title,
+        on_click=on_click, cursor="pointer", flex="1", min_width="0",
+        title=action + ": " + entry["name"] + rx.cond(entry["detail"] != "", " (" + entry["detail"] + ")", ""),
     )
 
 

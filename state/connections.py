@@ -248,7 +248,7 @@ class ConnectionsState(RenameMixin, PageMixin, AuthState):
         for problem in exc.errors:
             if problem.field.startswith("settings."):
                 name = problem.field.removeprefix("settings.").split(".")[0]
-                by_field[name] = problem.message
+                by_field[name] = problem.message[:1].upper() + problem.message[1:]
             elif problem.field == "label":
                 self.form_label_error = problem.message
             else:
@@ -256,7 +256,7 @@ class ConnectionsState(RenameMixin, PageMixin, AuthState):
         known = {f["name"] for f in self.form_fields}
         general += [f"{name}: {message}" for name, message in by_field.items() if name not in known]
         self.form_fields = [{**f, "error": by_field.get(f["name"], "")} for f in self.form_fields]
-        self.form_error = " ".join(general)
+        self.form_error = " ".join(m[:1].upper() + m[1:] for m in general)
 
     @rx.event
     @requires_door(Connections.create)

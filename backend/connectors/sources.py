@@ -385,9 +385,9 @@ class Sources(Door):
 
     @staticmethod
     def _mail_entry(mail: Mail, folder: str) -> SourceEntry:
-        clip = f" · 📎 {len(mail.attachments)}" if mail.attachments else ""
+        clip = f"📎 {len(mail.attachments)} · " if mail.attachments else ""
         return SourceEntry(encode_location(MAIL_AREA, MESSAGE, folder, mail.id), mail.subject or "(no subject)",
-                           "message", True, True, True, detail=f"{mail.sender} · {_when(mail.received_at)}{clip}",
+                           "message", True, True, True, detail=f"{clip}{mail.sender} · {_when(mail.received_at)}",
                            mime_type="message/rfc822", modified=mail.received_at)
 
     def _search_mail(self, mail: MailAccess, text: str, folder: str | None) -> list[SourceEntry]:

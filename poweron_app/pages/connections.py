@@ -161,7 +161,7 @@ def _status(row: ConnectionRow) -> rx.Component:
         rx.hstack(
             rx.badge(row["status"], color_scheme=rx.match(row["status"], *STATUS_COLORS),
                      class_name="connection-status", custom_attrs={"data-status": row["status"]}),
-            rx.cond((row["status"] == "active") & (row["tested"] != ""),
+            rx.cond((row["status"] == "active") & (row["tested"] != "") & (row["test_message"] == ""),
                     rx.text(row["tested"], size="1", color_scheme="gray", class_name="connection-tested")),
             spacing="2", align="center", wrap="wrap",
         ),

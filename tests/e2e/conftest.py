@@ -5,7 +5,10 @@ password; it is stopped with its whole process group afterwards. Single sign-on 
 OpenID Connect provider (tests/oidc_provider.py) runs on 127.0.0.1 for as long as the app does,
 and new SSO users join the mandate `SSO_MANDATE` (which the tests create) with role `user`.
 The app's AI provider is a scripted OpenAI-compatible server (tests/ai_server.py) on 127.0.0.1,
-`running_app.ai`: tests queue the model's replies on it.
+`running_app.ai`: tests queue the model's replies on it. A real IMAP server (pymap) and an SMTP
+server (aiosmtpd) of tests/mail_servers.py run as long as the app does (`running_app.imap`,
+`running_app.smtp`; demouser/demopass, mail put in with `imap.deliver(raw)`): connections made in
+the browser reach them on 127.0.0.1 like any mailbox, with no setting of the app.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.ai_server import ScriptedAiServer
+from tests.mail_servers import ImapServer, SmtpServer, imap_server, smtp_server
 from tests.oidc_provider import Provider, serve
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +55,14 @@ class RunningApp:
     log: Path
     oidc: Provider  # the app's identity provider
     ai: ScriptedAiServer  # the app's AI provider (OPENAI_BASE_URL)
+    imap: ImapServer  # a mailbox the app's connections can reach (pymap)
+    smtp: SmtpServer  # its SMTP server (aiosmtpd, keeps what it receives)
+
+    def mail_settings(self, password: str | None = None) -> dict[str, object]:
+        """The settings of an `imap` connection to the test mailbox (no TLS on 127.0.0.1)."""
+        return {"host": self.imap.host, "port": self.imap.port, "security": "none", "username": self.imap.username,
+                "password": self.imap.password if password is None else password, "smtpHost": self.smtp.host,
+                "smtpPort": self.smtp.port, "smtpSecurity": "none"}
 
 
 def _free_port() -> int:
@@ -122,7 +134,7 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
     registered = Provider(client_id=OIDC_CLIENT_ID, client_secret=OIDC_CLIENT_SECRET,
                           redirect_uri=f"{api_url}/api/auth/oidc/callback")
     ai = ScriptedAiServer().start()
-    with serve(registered) as provider:
+    with serve(registered) as provider, imap_server() as imap, smtp_server() as smtp:
         with log.open("w") as out:
             process = subprocess.Popen(
                 [str(PROJECT_ROOT / ".venv" / "bin" / "reflex"), "run",
@@ -130,7 +142,7 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
                 cwd=PROJECT_ROOT, env=_app_env(ui_url, api_url, data, no_reload, provider, ai),
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )
-        app = RunningApp(ui_url, api_url, log, provider, ai)
+        app = RunningApp(ui_url, api_url, log, provider, ai, imap, smtp)
         try:
             _wait_until_up(app, process)
             yield app

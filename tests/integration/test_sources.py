@@ -95,7 +95,7 @@ def test_a_mailbox_is_browsed_from_folders_to_mails_to_attachments_and_previewed
         mails = door.browse(mailbox, inbox.location)
         mail = by_name(mails, f"Invoice {TAG}")
         assert mail.container and mail.previewable and mail.copyable
-        assert "anna@example.com" in mail.detail and "📎 1" in mail.detail
+        assert mail.detail.startswith("📎 1 · anna@example.com · ")
         attachments = door.browse(mailbox, mail.location)
         assert [(a.name, a.kind, a.container, a.copyable) for a in attachments] == \
             [("report.txt", "attachment", False, True)]
