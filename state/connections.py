@@ -48,6 +48,7 @@ class ConnectionRow(TypedDict):
     tested: str
     test_ok: bool
     test_message: str
+    may_reconnect: bool  # its owner may consent again (an OAuth connection that expired or failed)
 
 
 class TypeCard(TypedDict):
@@ -136,23 +137,26 @@ def settings_of(fields: list[SettingField], form: dict[str, Any]) -> dict[str, A
     return settings
 
 
-def connection_row(view: ConnectionView, tests: dict[str, tuple[bool, str]]) -> ConnectionRow:
+def connection_row(view: ConnectionView, tests: dict[str, tuple[bool, str]], oauth: bool = False) -> ConnectionRow:
     ok, message = tests.get(view.id, (False, ""))
     return ConnectionRow(
         id=view.id, label=view.label, type=view.type, type_label=view.type_label, status=view.status,
         last_error=view.last_error or "", mandate=view.mandate_name, owner="you" if view.mine else view.owner_name,
         mine=view.mine, shared=view.shared, may_share=view.may_share, may_delete=view.may_delete,
-        tested=str(view.settings.get("tested") or ""), test_ok=ok, test_message=message)
+        tested=str(view.settings.get("tested") or ""), test_ok=ok, test_message=message,
+        may_reconnect=oauth and view.mine and view.status in ("expired", "error"))
 
 
-def _consent_url(session, user, type_id: str, label: str, mandate_id: str | None) -> str:
-    """The one-time address that starts the consent at the provider for this user (made
-    server-side; the browser is sent there). The OAuth code lives with the OAuth connectors."""
+def _consent_url(session, user, type_id: str, label: str | None, mandate_id: str | None,
+                 connection_id: str | None = None) -> str:
+    """The one-time address (a ticket, two minutes) that starts the consent at the provider for
+    this user, made server-side: the browser is sent there (it carries no bearer token). With
+    `connection_id`, the consent renews that connection of theirs."""
     try:
-        from backend.connectors import oauth  # the msft part of issue 17
+        from backend.connectors.oauth import OAuthConsents  # the OAuth connectors (Microsoft 365)
     except ImportError:
         raise InvalidInput([FieldError("type", "connecting by consent is not installed in this build")]) from None
-    return oauth.start_url(AccessContext(session, user), type_id, label, mandate_id)
+    return OAuthConsents(AccessContext(session, user)).ticket(type_id, mandate_id, label, connection_id).url
 
 
 class ConnectionsState(RenameMixin, PageMixin, AuthState):
@@ -190,7 +194,8 @@ class ConnectionsState(RenameMixin, PageMixin, AuthState):
                              if access.is_member(m.id)]
         self._schemas = {t.id: t.settings_schema or {} for t in kinds}
         self.types = [self._card(t) for t in kinds]
-        self.connections = [connection_row(v, self._tests) for v in views]
+        oauth = {t.id for t in kinds if t.auth == "oauth"}
+        self.connections = [connection_row(v, self._tests, v.type in oauth) for v in views]
         self.loaded = True
 
     @staticmethod
@@ -293,25 +298,39 @@ class ConnectionsState(RenameMixin, PageMixin, AuthState):
             self.notice = f"Connected '{view.label}': {view.settings.get('tested') or 'the test passed'}."
             yield event
 
-    @rx.event
-    @requires("authenticated")
-    def connect_oauth(self, form: dict):
-        """Start the consent at the provider for a type connected by OAuth (msft)."""
-        type_id = str(form.get("type") or "")
-        label = str(form.get("label") or "").strip()
-        self.error = self.notice = ""
+    def _to_consent(self, type_id: str, label: str | None, mandate_id: str | None, connection_id: str | None):
+        """The event that sends the browser to the consent (or None, `error` saying why not)."""
+        self.error = self.notice = self.result_notice = self.result_error = ""
         try:
             with self._user_session() as (session, user):
-                card = next((t for t in self.types if t["id"] == type_id and t["auth"] == "oauth"), None)
-                if card is None:
-                    raise InvalidInput([FieldError("type", f"'{type_id}' is not connected by consent")])
-                url = _consent_url(session, user, type_id, label or card["label"], None)
+                url = _consent_url(session, user, type_id, label, mandate_id, connection_id)
         except NotSignedIn:
             return self._signed_out()
         except DomainError as exc:
             self.error = user_message(exc)
             return None
         return rx.redirect(url, is_external=True)
+
+    @rx.event
+    @requires("authenticated")
+    def connect_oauth(self, form: dict):
+        """Start the consent at the provider for a type connected by OAuth (msft)."""
+        type_id = str(form.get("type") or "")
+        if not any(t["id"] == type_id and t["auth"] == "oauth" for t in self.types):
+            self.error = f"'{type_id}' is not connected by consent."
+            return None
+        return self._to_consent(type_id, str(form.get("label") or "").strip() or None,
+                                str(form.get("mandate") or "") or None, None)
+
+    @rx.event
+    @requires("authenticated")
+    def reconnect(self, connection_id: str):
+        """Consent again for one's own OAuth connection that expired or failed: it is renewed."""
+        found = next((c for c in self.connections if c["id"] == connection_id and c["may_reconnect"]), None)
+        if found is None:
+            self.error = "Only its owner can reconnect an expired connection."
+            return None
+        return self._to_consent(found["type"], None, None, connection_id)
 
     # --- each connection ------------------------------------------------------------------------
 

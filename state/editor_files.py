@@ -106,8 +106,11 @@ class EditorFilesMixin(FilesMixin, SourcesMixin, mixin=True):
         if problem:
             self.sources_error, self.sources_notice = problem, ""
             return
-        entry = self._copy_source(location)
-        if entry is None:
-            return
-        kept = self._put_path(field, entry.path)
-        self.sources_notice = f"Copied to {entry.path}; it is now the node's {field}." if kept else ""
+
+        def use() -> None:
+            entry = self._copy_source(location)
+            if entry is not None:
+                kept = self._put_path(field, entry.path)
+                self.sources_notice = f"Copied to {entry.path}; it is now the node's {field}." if kept else ""
+
+        yield from self._busy(use)

@@ -100,6 +100,14 @@ def picker_options(choices: AssigneeChoices | None, stored: Any) -> tuple[list[P
         f"The assigned {key} {rest} no longer exists in this instance: choose another assignee.")
 
 
+def type_label(type_id: str) -> str:
+    """A connection type's label (its id when this installation does not know it)."""
+    try:
+        return connection_type(type_id).label
+    except DomainError:
+        return type_id
+
+
 def connection_label(view: ConnectionView) -> str:
     """"Team mailbox · E-mail (IMAP/SMTP) · active"."""
     return f"{view.label} · {view.type_label} · {view.status}"
@@ -116,7 +124,7 @@ def connection_choices(views: list[ConnectionView] | None, types: tuple[str, ...
         return options, extra, ""
     other = next((v for v in views if v.id == stored), None)
     if other is not None:
-        needed = " or ".join(connection_type(t).label for t in types) or "another type"
+        needed = " or ".join(type_label(t) for t in types) or "another type"
         return options, [PickerOption(value=stored, label=connection_label(other))], (
             f"'{other.label}' is a {other.type_label} connection; this node needs {needed}: choose another.")
     return options, [PickerOption(value=stored, label=f"Unknown connection {stored}")], (
@@ -338,7 +346,7 @@ class EditorParamsMixin(rx.State, mixin=True):
             self._connection_key = key
             self._connection_views = self._load_connection_views()
         self.connection_field = CONNECTION_FIELD
-        self.connection_needed = " or ".join(connection_type(t).label for t in types)
+        self.connection_needed = " or ".join(type_label(t) for t in types) or "matching"
         self.connection_options, self.connection_extra, self.connection_problem = connection_choices(
             self._connection_views, types, stored)
 

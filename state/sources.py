@@ -127,6 +127,15 @@ class SourcesMixin(rx.State, mixin=True):
         ok, found = self._sources_attempt(lambda door: door.browse(connection_id, location))
         self.source_entries = [entry_row(e) for e in found] if ok else []
 
+    def _busy(self, work: Callable[[], Any]):
+        """Show the spinner, then do `work` (outside systems take their time): `yield from` it."""
+        self.sources_busy = True
+        yield
+        try:
+            work()
+        finally:
+            self.sources_busy = False
+
     def _copy_source(self, location: str) -> FileEntry | None:
         """Copy the item at `location` of the open connection into the host instance's file store."""
         connection_id, instance_id = self.source_id, self.instance_id
@@ -142,9 +151,12 @@ class SourcesMixin(rx.State, mixin=True):
     @requires_door(Sources.connections)
     def load_sources(self):
         """The tab is shown: the connections (and the open one's entries, again)."""
-        self._load_source_connections()
-        if self.source_id and not self.source_searched:
-            self._browse_here()
+        def load() -> None:
+            self._load_source_connections()
+            if self.source_id and not self.source_searched:
+                self._browse_here()
+
+        yield from self._busy(load)
 
     @rx.event
     @requires_door(Sources.browse)
@@ -154,7 +166,7 @@ class SourcesMixin(rx.State, mixin=True):
         self._leave_source()
         self.source_id = connection_id
         self.source_label = found["label"] if found else ""
-        self._browse_here()
+        yield from self._busy(self._browse_here)
 
     @rx.event
     @requires("ui")
@@ -169,7 +181,7 @@ class SourcesMixin(rx.State, mixin=True):
         """Open a container (a folder, a mail, a site …) below where the user stands."""
         self.source_trail = [*self.source_trail, Crumb(name=name, location=location)]
         self.source_query = ""
-        self._browse_here()
+        yield from self._busy(self._browse_here)
 
     @rx.event
     @requires_door(Sources.browse)
@@ -177,24 +189,26 @@ class SourcesMixin(rx.State, mixin=True):
         """Go back to the trail's entry `index` (-1: the connection's top)."""
         self.source_trail = self.source_trail[: max(int(index), -1) + 1]
         self.source_query = ""
-        self._browse_here()
+        yield from self._busy(self._browse_here)
 
     @rx.event
     @requires_door(Sources.search)
     def search_source(self, form_data: dict):
         """Search the open connection, within where the user stands."""
         query = str(form_data.get("query") or "").strip()
-        if not query:
-            self.source_query = ""
-            self._browse_here()
-            return None
-        connection_id, location = self.source_id, self._here()
         self.source_query = query
-        ok, found = self._sources_attempt(lambda door: door.search(connection_id, query, location))
-        if ok:
-            self.source_entries = [entry_row(e) for e in found]
-            self.source_searched = True
-        return None
+        if not query:
+            yield from self._busy(self._browse_here)
+            return
+        connection_id, location = self.source_id, self._here()
+
+        def search() -> None:
+            ok, found = self._sources_attempt(lambda door: door.search(connection_id, query, location))
+            if ok:
+                self.source_entries = [entry_row(e) for e in found]
+                self.source_searched = True
+
+        yield from self._busy(search)
 
     @rx.event
     @requires_door(Sources.browse)
@@ -209,6 +223,9 @@ class SourcesMixin(rx.State, mixin=True):
     @requires_door(Sources.preview)
     def preview_source(self, location: str):
         """Show a mail as text, or a file or attachment as the Files tab shows one."""
+        yield from self._busy(lambda: self._show_preview(location))
+
+    def _show_preview(self, location: str) -> None:
         connection_id = self.source_id
         ok, shown = self._sources_attempt(lambda door: door.preview(connection_id, location))
         if not ok:
@@ -235,6 +252,9 @@ class SourcesMixin(rx.State, mixin=True):
     @requires_door(Sources.copy_to_files, FileStore.store_file)
     def attach_source(self, location: str):
         """Copy the item into the instance's file store and attach its copy to the next prompt."""
+        yield from self._busy(lambda: self._attach(location))
+
+    def _attach(self, location: str) -> None:
         entry = self._copy_source(location)
         if entry is None:
             return

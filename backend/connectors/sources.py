@@ -204,10 +204,10 @@ def node_connection_types(type_id: Any) -> tuple[str, ...] | None:
     """The connection types a node of type `type_id` may use for its `connectionId` parameter, or
     None when it takes no connection.
 
-    A node action names its type (`@action(connection_type=…)`; "mail" or "files" stand for every
-    type offering that); a node type that needs a mail connection (`needs` "mail", e.g.
-    email.checkEmail) takes every type offering mail; any other node with a `connectionId`
-    parameter takes every type that offers something.
+    A node action names its types (`@action(connection_type=…)`, or several as
+    `connection_types`; "mail" or "files" stand for every type offering that); a node type that
+    needs a mail connection (`needs` "mail", e.g. email.checkEmail) takes every type offering
+    mail; any other node with a `connectionId` parameter takes every type that offers something.
     """
     from backend.actions.registry import get_registry
     from backend.workflows.node_types import node_type
@@ -216,11 +216,16 @@ def node_connection_types(type_id: Any) -> tuple[str, ...] | None:
     if kind is None or "connectionId" not in (kind.params_model.model_json_schema().get("properties") or {}):
         return None
     action = get_registry().actions.get(type_id)
-    wanted = action.connection_type if action is not None else None
-    if wanted in (MAIL, FILES):
-        return tuple(t.id for t in connection_types() if wanted in t.offers)
-    if wanted:
-        return (wanted,)
+    named = tuple(getattr(action, "connection_types", ()) or ()) if action is not None else ()
+    if action is not None and not named and action.connection_type:
+        named = (action.connection_type,)
+    if named:
+        found: list[str] = []
+        for wanted in named:
+            offering = [t.id for t in connection_types() if wanted in t.offers] if wanted in (MAIL, FILES) \
+                else [wanted]
+            found += [t for t in offering if t not in found]
+        return tuple(found)
     if "mail" in kind.needs:
         return tuple(t.id for t in connection_types() if MAIL in t.offers)
     offering = tuple(t.id for t in connection_types() if t.offers)

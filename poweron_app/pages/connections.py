@@ -16,12 +16,19 @@ STATUS_COLORS = (("active", "green"), ("expired", "amber"), ("error", "red"), "g
 # --- adding --------------------------------------------------------------------------------------
 
 
+def _mandate_option(option: MandateOption) -> rx.Component:
+    return rx.el.option(option["name"], value=option["id"])
+
+
 def _oauth_start(card: TypeCard) -> rx.Component:
     return rx.form(
         rx.hstack(
             rx.el.input(type="hidden", name="type", value=card["id"]),
             rx.input(name="label", placeholder="Label (optional)", size="2", width="12em",
                      id="oauth-label-" + card["id"]),
+            rx.cond(S.mandates.length() > 1,
+                    rx.el.select(rx.foreach(S.mandates, _mandate_option), name="mandate",
+                                 id="oauth-mandate-" + card["id"], style={"padding": "0.3em"})),
             rx.button(rx.icon("log-in", size=14), "Connect " + card["label"], type="submit",
                       id="connect-" + card["id"]),
             spacing="2", align="center", wrap="wrap",
@@ -76,10 +83,6 @@ def _setting_field(field: SettingField) -> rx.Component:
                         class_name="setting-error")),
         spacing="1", width="100%", class_name="setting-field",
     )
-
-
-def _mandate_option(option: MandateOption) -> rx.Component:
-    return rx.el.option(option["name"], value=option["id"])
 
 
 def _settings_form() -> rx.Component:
@@ -181,6 +184,9 @@ def _actions(row: ConnectionRow) -> rx.Component:
         rx.button(rx.cond(testing, rx.spinner(size="1"), rx.icon("plug-zap", size=14)), "Test", size="1",
                   variant="soft", class_name="test-connection", disabled=testing,
                   on_click=S.test_connection(row["id"])),
+        rx.cond(row["may_reconnect"],
+                rx.button(rx.icon("log-in", size=14), "Reconnect", size="1", class_name="reconnect-connection",
+                          on_click=S.reconnect(row["id"]))),
         rx.cond(row["mine"],
                 rx.button(rx.icon("pencil", size=14), "Rename", size="1", variant="soft",
                           class_name="rename-connection", on_click=S.start_rename(row["id"], row["label"]))),
