@@ -285,7 +285,7 @@ class Sources(Door):
         area, what, ids = _decode(location)
         found: list[SourceEntry] = []
         if area in ("", MAIL_AREA) and MAIL in kind.offers:
-            folder = ids[0] if area == MAIL_AREA and what in (FOLDER, MESSAGE) and ids else None
+            folder = (ids[0], ids[1]) if area == MAIL_AREA and what in (FOLDER, MESSAGE) and len(ids) >= 2 else None
             found += self._call(lambda: self._search_mail(self._mail(kind, credentials), text, folder))
         if area in ("", FILES_AREA) and FILES in kind.offers:
             container = ids[0] if area == FILES_AREA and what == CONTAINER and ids else None
@@ -300,7 +300,7 @@ class Sources(Door):
         kind, credentials = self._open(connection_id)
         area, what, ids = _decode(location)
         if area == MAIL_AREA and what == MESSAGE:
-            mail_id = _ids(ids, 2)[1]
+            mail_id = _ids(ids, 3)[2]
             mail = self._call(lambda: self._mail(kind, credentials).get(mail_id))
             text, cut = _clipped(mail_text(mail))
             return SourcePreview(mail.subject or "(no subject)", "message/rfc822", "mail", text=text, note=cut)
@@ -375,31 +375,32 @@ class Sources(Door):
 
     def _browse_mail(self, mail: MailAccess, what: str, ids: list[str]) -> list[SourceEntry]:
         if what == ROOT:
-            return [SourceEntry(encode_location(MAIL_AREA, FOLDER, f.id), f.name, "mailFolder", True, False, False,
-                                detail=f.path if f.path and f.path != f.name else "") for f in mail.folders()]
+            return [SourceEntry(encode_location(MAIL_AREA, FOLDER, f.id, f.name), f.name, "mailFolder", True, False,
+                                False, detail=f.path if f.path and f.path != f.name else "") for f in mail.folders()]
         if what == FOLDER:
-            folder = _ids(ids, 1)[0]
-            return [self._mail_entry(m, folder) for m in mail.list(folder, LIST_LIMIT)]
+            folder = tuple(_ids(ids, 2))
+            return [self._mail_entry(m, folder) for m in mail.list(folder[0], LIST_LIMIT)]
         if what == MESSAGE:
-            folder, mail_id = _ids(ids, 2)
+            folder_id, folder_name, mail_id = _ids(ids, 3)
             found = mail.get(mail_id)
-            return [SourceEntry(encode_location(MAIL_AREA, ATTACHMENT, folder, mail_id, a.id), a.name, "attachment",
-                                False, True, True, detail=f"{human_size(a.size)} · {a.mime_type}",
+            return [SourceEntry(encode_location(MAIL_AREA, ATTACHMENT, folder_id, folder_name, mail_id, a.id), a.name,
+                                "attachment", False, True, True, detail=f"{human_size(a.size)} · {a.mime_type}",
                                 mime_type=a.mime_type) for a in found.attachments]
         raise InvalidInput([FieldError("location", "is not a place in this connection: open it from the list")])
 
     @staticmethod
-    def _mail_entry(mail: Mail, folder: str) -> SourceEntry:
+    def _mail_entry(mail: Mail, folder: tuple[str, str]) -> SourceEntry:
+        """A mail of `folder` (its id and name)."""
         clip = f"📎 {len(mail.attachments)} · " if mail.attachments else ""
-        return SourceEntry(encode_location(MAIL_AREA, MESSAGE, folder, mail.id), mail.subject or "(no subject)",
+        return SourceEntry(encode_location(MAIL_AREA, MESSAGE, *folder, mail.id), mail.subject or "(no subject)",
                            "message", True, True, True, detail=f"{clip}{mail.sender} · {_when(mail.received_at)}",
                            mime_type="message/rfc822", modified=mail.received_at)
 
-    def _search_mail(self, mail: MailAccess, text: str, folder: str | None) -> list[SourceEntry]:
-        folders = [folder] if folder else [f.id for f in mail.folders()]
+    def _search_mail(self, mail: MailAccess, text: str, folder: tuple[str, str] | None) -> list[SourceEntry]:
+        folders = [folder] if folder else [(f.id, f.name) for f in mail.folders()]
         found: list[SourceEntry] = []
         for one in folders:
-            found += [self._mail_entry(m, one) for m in mail.list(one, SEARCH_LIMIT - len(found), query=text)]
+            found += [self._mail_entry(m, one) for m in mail.list(one[0], SEARCH_LIMIT - len(found), query=text)]
             if len(found) >= SEARCH_LIMIT:
                 break
         return found
@@ -428,11 +429,11 @@ class Sources(Door):
     def _read(self, kind: ConnectionType, credentials: Any, area: str, what: str, ids: list[str]) -> _Item:
         """An item's content (a mail as text), or InvalidInput for a location that is no item."""
         if area == MAIL_AREA and what == ATTACHMENT:
-            folder, mail_id, attachment_id = _ids(ids, 3)
+            _folder_id, folder, mail_id, attachment_id = _ids(ids, 4)
             name, mime, content = self._call(lambda: self._mail(kind, credentials).attachment(mail_id, attachment_id))
             return _Item(name, mime, content, (folder,))
         if area == MAIL_AREA and what == MESSAGE:
-            folder, mail_id = _ids(ids, 2)
+            _folder_id, folder, mail_id = _ids(ids, 3)
             mail = self._call(lambda: self._mail(kind, credentials).get(mail_id))
             name = safe_name(mail.subject or "mail", "mail")[:NAME_MAX - 4] + ".txt"
             return _Item(name, "text/plain", mail_text(mail).encode("utf-8"), (folder,))

@@ -214,8 +214,9 @@ def test_others_do_not_find_a_connection_and_an_inactive_one_says_why(api, mailb
     def as_bert(door: Sources, _session, _user):
         assert door.connections() == []
         for call in (lambda: door.browse(mailbox), lambda: door.search(mailbox, TAG),
-                     lambda: door.preview(mailbox, encode_location("mail", "message", "INBOX", "1:1:INBOX")),
-                     lambda: door.copy_to_files(mailbox, encode_location("mail", "message", "INBOX", "1:1:INBOX"),
+                     lambda: door.preview(mailbox, encode_location("mail", "message", "INBOX", "INBOX", "1:1:INBOX")),
+                     lambda: door.copy_to_files(mailbox, encode_location("mail", "message", "INBOX", "INBOX",
+                                                                         "1:1:INBOX"),
                                                 workspace_id())):
             with pytest.raises(NotFound):
                 call()
@@ -239,7 +240,7 @@ def test_others_do_not_find_a_connection_and_an_inactive_one_says_why(api, mailb
 def test_a_location_that_was_not_handed_out_is_refused_naming_it(api, mailbox):
     def bad(door: Sources, _session, _user):
         for location in ("not json", '["elsewhere","root"]', '["mail"]', '["mail","folder"]',
-                         '["mail","attachment","INBOX"]', '[1,2]'):
+                         '["mail","attachment","INBOX","INBOX"]', '[1,2]'):
             with pytest.raises(InvalidInput, match="location"):
                 door.browse(mailbox, location) if "attachment" not in location else \
                     door.preview(mailbox, location)
