@@ -309,7 +309,7 @@ class ConnectionsState(RenameMixin, PageMixin, AuthState):
         except DomainError as exc:
             self.error = user_message(exc)
             return None
-        return rx.redirect(url, is_external=True)
+        return rx.redirect(url)  # another host: the browser goes there (window.location)
 
     @rx.event
     @requires("authenticated")

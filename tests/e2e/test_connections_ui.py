@@ -227,3 +227,60 @@ def test_the_page_fits_the_window_with_a_connection_and_the_form_open(page: Page
     assert any("#connection-save" in label for label in checked)
     assert any("Test" in label for label in checked)
     assert not problems, "\n".join(problems)
+
+
+def test_microsoft_365_is_connected_through_the_consent_and_its_files_are_browsed(page: Page,
+                                                                                  running_app: RunningApp, tag: str):
+    graph = running_app.graph
+    if graph is None:
+        pytest.skip("the Microsoft 365 stand-in comes with the msft connector")
+    graph.reset()
+    finance = graph.add_site("Finance")
+    documents = graph.add_library(finance, "Documents", "Shared Documents")
+    graph.add_file(documents, f"readme-{tag}.txt", f"Finance team space {tag}".encode(), "text/plain")
+    label = f"Contoso {tag}"
+    open_connections(page)
+    card = page.locator(".connection-type[data-type='msft']")
+    expect(card).to_contain_text("Microsoft 365")
+    expect(card.locator(".type-unavailable")).to_have_count(0)
+
+    # Cancelled at the provider: back on the page with its reason, nothing connected.
+    page.locator("#connect-msft").click()
+    expect(page.get_by_role("heading", name="Permissions requested")).to_be_visible()
+    page.get_by_role("button", name="Cancel").click()
+    expect(page).to_have_url(re.compile(r"/connections\?error="))
+    expect(page.locator("#connections-result-error")).to_contain_text("The connection was not made")
+    expect(page.locator(".connection-row[data-label*='Microsoft 365']")).to_have_count(0)
+
+    # Accepted: back with an active connection under the label typed.
+    page.locator("#oauth-label-msft").fill(label)
+    page.locator("#connect-msft").click()
+    expect(page.get_by_role("heading", name="Permissions requested")).to_be_visible()
+    page.get_by_role("button", name="Accept").click()
+    expect(page).to_have_url(re.compile(r"/connections\?connected="))
+    expect(page.locator("#connections-result")).to_have_text(f"Connected '{label}' (Microsoft 365).")
+    connected = row(page, label)
+    expect(connected.locator(".connection-status")).to_have_attribute("data-status", "active")
+    expect(connected.locator(".connection-type-badge")).to_have_text("Microsoft 365")
+    assert len(graph.consents) == 1  # the accepted one (the stand-in records no refusal)
+
+    # Microsoft no longer renews its tokens: the test marks it expired, its owner reconnects it.
+    graph.expire_access_tokens()
+    graph.revoke_refresh_tokens()
+    connected.locator(".test-connection").click()
+    expect(connected.locator(".connection-status")).to_have_attribute("data-status", "expired")
+    expect(connected.locator(".connection-test-result")).to_have_attribute("data-ok", "false")
+    connected.locator(".reconnect-connection").click()
+    page.get_by_role("button", name="Accept").click()
+    expect(page).to_have_url(re.compile(r"/connections\?connected="))
+    expect(connected.locator(".connection-status")).to_have_attribute("data-status", "active")
+    expect(page.locator(".connection-row", has_text="Microsoft 365")).to_have_count(1)  # renewed, not added
+
+    # Its SharePoint files in the Workspace's Sources tab.
+    page.locator("#nav-workspace").click()
+    expect(page).to_have_url(re.compile(r"/workspace$"), timeout=30_000)
+    page.locator("#udb-tab-sources").click()
+    page.locator(".source-connection", has_text=label).click()
+    for step in ("Files", "Finance", "Documents", f"readme-{tag}.txt"):
+        page.locator(".source-entry-name", has_text=re.compile(f"^{re.escape(step)}$")).click()
+    expect(page.locator("#source-preview-text")).to_have_text(f"Finance team space {tag}")
