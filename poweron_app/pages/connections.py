@@ -45,7 +45,8 @@ def _type_card(card: TypeCard) -> rx.Component:
             rx.cond(
                 card["unavailable"] != "",
                 rx.callout(card["unavailable"], icon="info", color_scheme="amber", size="1",
-                           id="unavailable-" + card["id"], class_name="type-unavailable", width="100%"),
+                           id="unavailable-" + card["id"], class_name="type-unavailable", width="100%",
+                           style={"overflow_wrap": "anywhere"}),
                 rx.cond(card["auth"] == "password",
                         rx.button(rx.icon("plus", size=14), "Add", id="add-" + card["id"], variant="soft",
                                   on_click=S.open_form(card["id"])),
@@ -130,7 +131,8 @@ def _settings_form() -> rx.Component:
 def _add_section() -> rx.Component:
     return rx.vstack(
         rx.heading("Add a connection", size="4"),
-        rx.flex(rx.foreach(S.types, _type_card), wrap="wrap", gap="1em", width="100%", id="connection-types"),
+        rx.flex(rx.foreach(S.types, _type_card), wrap="wrap", gap="1em", width="100%", align="start",
+                id="connection-types"),
         rx.cond(S.form_type != "", _settings_form()),
         spacing="3", width="100%",
     )
