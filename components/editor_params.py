@@ -1,7 +1,8 @@
 """The editor's parameter panel: the selected node's label, parameters (generated from its type's
 JSON Schema, state/param_fields.py), error handling and its step in the last run; for a webhook
 trigger its secret (set / Replace / Generate) and help (address, live state, headers, a signed curl
-example, last calls); for a human step the assignee picker (state/editor_params.py).
+example, last calls); for a human step the assignee picker; for a node that needs a connection the
+connection picker (state/editor_params.py).
 
 It takes the page's state class, so the page module only arranges it.
 """
@@ -98,6 +99,44 @@ def _assignee_picker(state, field) -> rx.Component:
     )
 
 
+def _connection_picker(state, field) -> rx.Component:
+    """A node's connection: one the user may use of the types it takes (label · type · status); a
+    stored id that is not one of them shows as such; the Connections page is a link away."""
+    name = field["name"]
+
+    def item(option) -> rx.Component:
+        return rx.select.item(option["label"], value=option["value"], class_name="connection-option")
+
+    return rx.vstack(
+        rx.hstack(
+            rx.select.root(
+                rx.select.trigger(placeholder="Choose a connection", id="param-" + name, width="100%"),
+                rx.select.content(
+                    rx.cond(state.connection_options.length() > 0, rx.select.group(
+                        rx.select.label("Your connections"), rx.foreach(state.connection_options, item))),
+                    rx.cond(state.connection_extra.length() > 0, rx.select.group(
+                        rx.select.label("Not usable here"), rx.foreach(state.connection_extra, item))),
+                    position="popper",
+                ),
+                value=field["value"], on_change=lambda value: state.set_parameter(name, "text", value),
+                disabled=_readonly(state),
+            ),
+            rx.icon_button(rx.icon("refresh-cw", size=12), size="1", variant="soft", type="button",
+                           id="connection-refresh", title="Read your connections again",
+                           on_click=state.refresh_connections),
+            width="100%", align="center", spacing="1",
+        ),
+        rx.cond(state.connection_problem != "",
+                rx.text(state.connection_problem, size="1", color_scheme="amber", id="connection-problem")),
+        rx.cond((state.connection_options.length() == 0) & (state.connection_problem == ""),
+                rx.text("You have no ", state.connection_needed, " connection yet.", size="1", color_scheme="amber",
+                        id="connection-none")),
+        rx.link(rx.icon("external-link", size=12), "Manage connections", href="/connections", size="1",
+                id="manage-connections", display="flex", align_items="center", gap="0.3em"),
+        spacing="1", width="100%", id="connection-picker",
+    )
+
+
 def _expression_menu(state, field) -> rx.Component:
     return rx.menu.root(
         rx.menu.trigger(rx.button("{{ }}", size="1", variant="ghost", type="button",
@@ -121,6 +160,13 @@ def _field_input(state, field) -> rx.Component:
     common = {"id": "param-" + name, "name": name, "width": "100%", "placeholder": field["placeholder"],
               "disabled": _readonly(state)}
     blur = lambda value: state.set_parameter(name, field["kind"], value)  # noqa: E731
+    plain = _plain_input(state, field, common, blur)
+    return rx.cond(name == state.connection_field, _connection_picker(state, field), plain)
+
+
+def _plain_input(state, field, common: dict, blur) -> rx.Component:
+    """The input of a field by its kind (text by default)."""
+    name = field["name"]
     return rx.match(
         field["kind"],
         ("secret", _secret_input(state, field)),

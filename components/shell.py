@@ -19,6 +19,7 @@ NAV_ITEMS = (
     ("Editor", "/editor", "workflow", "nav_graphical_editor"),
     ("Monitor", "/monitor", "activity", "nav_graphical_editor"),
     ("Inbox", "/inbox", "inbox", "nav_graphical_editor"),
+    ("Connections", "/connections", "plug", None),
     ("Admin", "/admin", "shield", "nav_admin"),
     ("API tokens", "/tokens", "key-round", None),
 )

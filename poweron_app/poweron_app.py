@@ -5,6 +5,7 @@ import reflex as rx
 from backend.api.app import create_api
 from backend.runtime import start_background_services
 from poweron_app.pages.admin import admin_page
+from poweron_app.pages.connections import connections_page
 from poweron_app.pages.editor import editor_page
 from poweron_app.pages.forms import form_page
 from poweron_app.pages.inbox import inbox_page
@@ -17,6 +18,7 @@ from poweron_app.pages.workflows import workflows_page
 from poweron_app.pages.workspace import workspace_page
 from state.admin import AdminState
 from state.auth import AuthState
+from state.connections import ConnectionsState
 from state.editor import EditorState
 from state.forms import FormPageState
 from state.inbox import InboxState
@@ -49,6 +51,7 @@ app.add_page(workspace_page, route="/workspace", title="Workspace · PowerOn", o
 app.add_page(monitor_page, route="/monitor", title="Monitor · PowerOn", on_load=MonitorState.load)
 app.add_page(admin_page, route="/admin", title="Admin · PowerOn", on_load=AdminState.load)
 app.add_page(tokens_page, route="/tokens", title="API tokens · PowerOn", on_load=TokensState.load)
+app.add_page(connections_page, route="/connections", title="Connections · PowerOn", on_load=ConnectionsState.load)
 app.add_page(inbox_page, route="/inbox", title="Inbox · PowerOn", on_load=InboxState.load)
 app.add_page(notifications_page, route="/notifications", title="Notifications · PowerOn",
              on_load=NotificationsState.load)

@@ -13,6 +13,11 @@ type and the handlers of those extras.
   switch or the versions change, and on "Refresh" — not on every redraw (runs redraw often).
 - An **assignee** field (input.approval / input.form) is a picker of the instance's roles and
   users (Door.assignee_options); a stored assignee that is no longer one of them is shown as such.
+- A **connection** field (`connectionId` of a node that needs a connection: an action's
+  `connection_type`, email.checkEmail's mail connection — backend.connectors.sources.
+  node_connection_types) is a picker of the connections the user may use of those types
+  (Connections.list), "label · type · status"; a stored id that is not one of them (deleted,
+  another user's, of another type) is shown as such. An expression stays a text field.
 
 Mixed into EditorState (state/editor.py), which calls `_node_extras(node)` whenever the selected
 node's form is derived and provides `_edit_selected`, `selected_node`, `field_errors`, `error`,
@@ -26,17 +31,23 @@ from typing import Any, TypedDict
 
 import reflex as rx
 
+from backend.connectors.interface import Connections, ConnectionView
+from backend.connectors.sources import node_connection_types
+from backend.connectors.types import connection_type
 from backend.errors import DomainError
 from backend.features.graphical_editor.interface import GraphicalEditorInterface as Door
+from backend.rbac.access import AccessContext
 from backend.triggers import secrets as webhook_secrets
 from backend.triggers.webhook_help import WebhookHelp
 from backend.workflows.assignees import AssigneeChoices
+from backend.workflows.expression_syntax import looks_templated
 from backend.workflows.node_types import NodeType, node_type
 from state.auth import NotSignedIn
 from state.page import user_message
 from state.param_fields import NO_ASSIGNEE, assignee_value, fields_of
 from state.permissions import requires, requires_door
 
+CONNECTION_FIELD = "connectionId"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S UTC"
 WEBHOOK_TRIGGER = "webhook"  # NodeType.run_trigger of the webhook trigger
 STANDARD_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature")
@@ -89,6 +100,37 @@ def picker_options(choices: AssigneeChoices | None, stored: Any) -> tuple[list[P
         f"The assigned {key} {rest} no longer exists in this instance: choose another assignee.")
 
 
+def type_label(type_id: str) -> str:
+    """A connection type's label (its id when this installation does not know it)."""
+    try:
+        return connection_type(type_id).label
+    except DomainError:
+        return type_id
+
+
+def connection_label(view: ConnectionView) -> str:
+    """"Team mailbox · E-mail (IMAP/SMTP) · active"."""
+    return f"{view.label} · {view.type_label} · {view.status}"
+
+
+def connection_choices(views: list[ConnectionView] | None, types: tuple[str, ...], stored: Any
+                       ) -> tuple[list[PickerOption], list[PickerOption], str]:
+    """(the usable connections of `types`, the stored id when it is not among them, what is wrong
+    with it). `views` None: the user's connections could not be read (nothing is said about the id)."""
+    options = [PickerOption(value=v.id, label=connection_label(v)) for v in (views or []) if v.type in types]
+    stored = stored if isinstance(stored, str) else ""
+    if not stored or any(o["value"] == stored for o in options) or views is None:
+        extra = [PickerOption(value=stored, label=stored)] if stored and views is None else []
+        return options, extra, ""
+    other = next((v for v in views if v.id == stored), None)
+    if other is not None:
+        needed = " or ".join(type_label(t) for t in types) or "another type"
+        return options, [PickerOption(value=stored, label=connection_label(other))], (
+            f"'{other.label}' is a {other.type_label} connection; this node needs {needed}: choose another.")
+    return options, [PickerOption(value=stored, label=f"Unknown connection {stored}")], (
+        f"Connection {stored} is not one you may use (deleted, or another user's): choose another.")
+
+
 class EditorParamsMixin(rx.State, mixin=True):
     """Extras of the parameter panel for the selected node."""
 
@@ -112,8 +154,16 @@ class EditorParamsMixin(rx.State, mixin=True):
     assignee_users: list[PickerOption] = []
     assignee_extra: list[PickerOption] = []
     assignee_problem: str = ""
+    # A connection field's picker ("" : the selected node has none).
+    connection_field: str = ""
+    connection_options: list[PickerOption] = []
+    connection_extra: list[PickerOption] = []
+    connection_problem: str = ""
+    connection_needed: str = ""  # the types it takes, as words: "E-mail (IMAP/SMTP)"
 
     _webhook_key: str = ""
+    _connection_key: str = ""
+    _connection_views: list[ConnectionView] | None = None
     _generated_for: str = ""
     _assignee_key: str = ""
     _assignee_choices: AssigneeChoices | None = None
@@ -139,6 +189,7 @@ class EditorParamsMixin(rx.State, mixin=True):
             self._show_assignee(node, field)
         else:
             self.assignee_roles, self.assignee_users, self.assignee_extra, self.assignee_problem = [], [], [], ""
+        self._show_connections(node)
 
     def _panel_interface(self, session, user):
         from state.editor import editor_interface  # state.editor imports this module
@@ -278,3 +329,38 @@ class EditorParamsMixin(rx.State, mixin=True):
         except (NotSignedIn, DomainError):
             return None
 
+
+    # --- the connection picker ------------------------------------------------------------------
+
+    def _show_connections(self, node: dict[str, Any] | None) -> None:
+        """The picker of the node's connectionId, when its type takes a connection and the stored
+        value is no expression."""
+        types = node_connection_types(node.get("type")) if node else None
+        stored = (node.get("parameters") or {}).get(CONNECTION_FIELD) if node else None
+        if types is None or looks_templated(stored) or (stored is not None and not isinstance(stored, str)):
+            self.connection_field, self.connection_needed = "", ""
+            self.connection_options, self.connection_extra, self.connection_problem = [], [], ""
+            return
+        key = f"{self.workflow_id}:{node.get('id')}"
+        if key != self._connection_key:
+            self._connection_key = key
+            self._connection_views = self._load_connection_views()
+        self.connection_field = CONNECTION_FIELD
+        self.connection_needed = " or ".join(type_label(t) for t in types) or "matching"
+        self.connection_options, self.connection_extra, self.connection_problem = connection_choices(
+            self._connection_views, types, stored)
+
+    def _load_connection_views(self) -> list[ConnectionView] | None:
+        """The connections the user may use (None when they cannot be read)."""
+        try:
+            with self._user_session() as (session, user):
+                return Connections(AccessContext(session, user)).list()
+        except (NotSignedIn, DomainError):
+            return None
+
+    @rx.event
+    @requires_door(Connections.list)
+    def refresh_connections(self):
+        """Read the user's connections again (one was added or changed on the Connections page)."""
+        self._connection_key = ""
+        self._show_selected()

@@ -24,6 +24,7 @@ from state.chat_items import ChatItem, items_of_run
 from state.instance_choice import InstanceChoiceMixin
 from state.page import PageMixin, RenameMixin, user_message
 from state.permissions import requires, requires_door
+from state.sources import SourcesMixin
 from state.workspace_files import FilesMixin, attachment_appendix
 
 NO_USE_AGENT = "Your roles let you read the chats here but not talk to the agent (useAgent is not granted)."
@@ -46,7 +47,7 @@ def _prepare(token: str, instance_id: str, prompt: str, chat_id: str) -> AgentRe
         return get_interface(user, None, instance_id, session).prepare_run(prompt, chat_id or None)
 
 
-class WorkspaceState(InstanceChoiceMixin, AgentChatMixin, FilesMixin, RenameMixin, PageMixin, AuthState):
+class WorkspaceState(InstanceChoiceMixin, AgentChatMixin, FilesMixin, SourcesMixin, RenameMixin, PageMixin, AuthState):
     """What the Workspace page shows: chats, the open chat, the stream, the chat bar and the UDB's files,
     of the Workspace instance its header names."""
 

@@ -5,7 +5,12 @@ password; it is stopped with its whole process group afterwards. Single sign-on 
 OpenID Connect provider (tests/oidc_provider.py) runs on 127.0.0.1 for as long as the app does,
 and new SSO users join the mandate `SSO_MANDATE` (which the tests create) with role `user`.
 The app's AI provider is a scripted OpenAI-compatible server (tests/ai_server.py) on 127.0.0.1,
-`running_app.ai`: tests queue the model's replies on it.
+`running_app.ai`: tests queue the model's replies on it. A real IMAP server (pymap) and an SMTP
+server (aiosmtpd) of tests/mail_servers.py run as long as the app does (`running_app.imap`,
+`running_app.smtp`; demouser/demopass, mail put in with `imap.deliver(raw)`): connections made in
+the browser reach them on 127.0.0.1 like any mailbox, with no setting of the app. Microsoft 365 is
+the identity platform + Graph stand-in of tests/msgraph_server.py (`running_app.graph`), which
+POWERON_MSFT_* point the app at.
 """
 
 from __future__ import annotations
@@ -16,14 +21,23 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.ai_server import ScriptedAiServer
+from tests.mail_servers import ImapServer, SmtpServer, imap_server, smtp_server
+
+try:  # the Microsoft 365 stand-in comes with the msft connector (issue 17)
+    from tests.msgraph_server import MsGraph
+    from tests.msgraph_server import serve as serve_graph
+except ImportError:  # before that part is merged: no Microsoft 365 for the app
+    MsGraph = serve_graph = None
 from tests.oidc_provider import Provider, serve
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +56,8 @@ expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 OIDC_CLIENT_ID = "poweron-e2e"
 OIDC_CLIENT_SECRET = "e2e-sso-secret"
 SSO_MANDATE = "SSO Staff"  # POWERON_OIDC_MANDATE of the app; not there at start
+MSFT_CLIENT_ID = "poweron-e2e-msft"
+MSFT_CLIENT_SECRET = "e2e~msft.secret"
 
 
 @dataclass
@@ -51,6 +67,15 @@ class RunningApp:
     log: Path
     oidc: Provider  # the app's identity provider
     ai: ScriptedAiServer  # the app's AI provider (OPENAI_BASE_URL)
+    imap: ImapServer  # a mailbox the app's connections can reach (pymap)
+    smtp: SmtpServer  # its SMTP server (aiosmtpd, keeps what it receives)
+    graph: Any = None  # the Microsoft 365 stand-in (tests.msgraph_server.MsGraph), when installed
+
+    def mail_settings(self, password: str | None = None) -> dict[str, object]:
+        """The settings of an `imap` connection to the test mailbox (no TLS on 127.0.0.1)."""
+        return {"host": self.imap.host, "port": self.imap.port, "security": "none", "username": self.imap.username,
+                "password": self.imap.password if password is None else password, "smtpHost": self.smtp.host,
+                "smtpPort": self.smtp.port, "smtpSecurity": "none"}
 
 
 def _free_port() -> int:
@@ -81,9 +106,19 @@ def _wait_until_up(app: RunningApp, process: subprocess.Popen) -> None:
     raise RuntimeError(f"app did not come up in {START_TIMEOUT}s:\n{app.log.read_text()[-4000:]}")
 
 
+def _msft_env(graph: Any) -> dict[str, str]:
+    """POWERON_MSFT_* pointing the app at the Microsoft 365 stand-in (none without it)."""
+    if graph is None:
+        return {}
+    return {"POWERON_MSFT_TENANT": graph.tenant, "POWERON_MSFT_CLIENT_ID": MSFT_CLIENT_ID,
+            "POWERON_MSFT_CLIENT_SECRET": MSFT_CLIENT_SECRET, "POWERON_MSFT_AUTHORITY": graph.url,
+            "POWERON_MSFT_GRAPH_URL": graph.url}
+
+
 def _app_env(ui_url: str, api_url: str, data: Path, no_reload: Path, provider: Provider,
-             ai: ScriptedAiServer) -> dict[str, str]:
-    environment = {k: v for k, v in os.environ.items() if k != "POWERON_AI_PROVIDERS"}
+             ai: ScriptedAiServer, graph: Any = None) -> dict[str, str]:
+    environment = {k: v for k, v in os.environ.items()
+                   if k != "POWERON_AI_PROVIDERS" and not k.startswith("POWERON_MSFT_")}
     return {
         **environment,
         "PATH": f"{_node_bin()}:{os.environ['PATH']}",
@@ -109,6 +144,7 @@ def _app_env(ui_url: str, api_url: str, data: Path, no_reload: Path, provider: P
         # Editing tests or app code while the suite runs must not restart the app's backend
         # mid-test (that loses its state): it watches an empty folder only, like `make run`.
         "REFLEX_HOT_RELOAD_OVERRIDE_PATHS": str(no_reload),
+        **_msft_env(graph),
     }
 
 
@@ -122,15 +158,17 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
     registered = Provider(client_id=OIDC_CLIENT_ID, client_secret=OIDC_CLIENT_SECRET,
                           redirect_uri=f"{api_url}/api/auth/oidc/callback")
     ai = ScriptedAiServer().start()
-    with serve(registered) as provider:
+    stand_in = nullcontext(None) if MsGraph is None else serve_graph(
+        MsGraph(MSFT_CLIENT_ID, MSFT_CLIENT_SECRET, f"{api_url}/api/connections/oauth/msft/callback"))
+    with serve(registered) as provider, imap_server() as imap, smtp_server() as smtp, stand_in as graph:
         with log.open("w") as out:
             process = subprocess.Popen(
                 [str(PROJECT_ROOT / ".venv" / "bin" / "reflex"), "run",
                  "--frontend-port", str(ui_port), "--backend-port", str(api_port)],
-                cwd=PROJECT_ROOT, env=_app_env(ui_url, api_url, data, no_reload, provider, ai),
+                cwd=PROJECT_ROOT, env=_app_env(ui_url, api_url, data, no_reload, provider, ai, graph),
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )
-        app = RunningApp(ui_url, api_url, log, provider, ai)
+        app = RunningApp(ui_url, api_url, log, provider, ai, imap, smtp, graph)
         try:
             _wait_until_up(app, process)
             yield app
