@@ -12,7 +12,7 @@ import httpx
 from playwright.sync_api import Locator, Page, expect
 
 from tests.e2e.conftest import ADMIN_PASSWORD
-from tests.e2e.test_workflows_ui import sign_in
+from tests.e2e.test_workflows_ui import pick, sign_in
 
 pytestmark = __import__("pytest").mark.e2e
 
@@ -21,8 +21,7 @@ VERA_PASSWORD = "vera-secret-42"
 
 def choose(page: Page, trigger: str, option: str) -> None:
     """Pick `option` in the Radix select whose trigger has the id `trigger`."""
-    page.locator(f"#{trigger}").click()
-    page.get_by_role("option", name=option, exact=True).click()
+    pick(page, page.locator(f"#{trigger}"), page.get_by_role("option", name=option, exact=True))
     expect(page.locator(f"#{trigger}")).to_have_text(option)
 
 

@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from tests.e2e.conftest import ADMIN_PASSWORD, RunningApp
 from tests.e2e.test_admin_ui import choose
 from tests.e2e.test_editor_ui import WIDE, api, new_workflow, node, open_editor
-from tests.e2e.test_workflows_ui import sign_in
+from tests.e2e.test_workflows_ui import pick, sign_in
 
 pytestmark = __import__("pytest").mark.e2e
 
@@ -105,8 +105,7 @@ def check_the_monitor(page: Page, workflow_id: str, name: str, failed_id: str, w
     choose(page, "monitor-status", "All statuses")
     expect(history).to_have_count(2)
 
-    page.locator("#monitor-workflow").click()  # the label carries the instance when there are several
-    page.get_by_role("option", name=re.compile(re.escape(name))).click()
+    pick_workflow(page, name)  # the label carries the instance when there are several
     expect(page.locator("#run-history .history-row")).to_have_count(2)
     expect(page.locator("#live-runs .live-run")).to_have_count(0)  # the approval is another workflow's
 
@@ -134,8 +133,7 @@ def test_a_history_row_opens_its_trace_and_the_range_shows_an_honest_empty_state
     expect(node(page, "python")).to_have_attribute("data-status", "completed")
 
     page.goto("/monitor")
-    page.locator("#monitor-workflow").click()
-    page.get_by_role("option", name=re.compile(re.escape(name))).click()
+    pick_workflow(page, name)
     expect(page.locator("#run-history .history-row")).to_have_count(1)
     choose(page, "monitor-status", "cancelled")
     expect(page.locator("#run-history .history-row")).to_have_count(0)
@@ -146,8 +144,7 @@ def test_a_history_row_opens_its_trace_and_the_range_shows_an_honest_empty_state
 
 
 def pick_workflow(page: Page, name: str) -> None:
-    page.locator("#monitor-workflow").click()
-    page.get_by_role("option", name=re.compile(re.escape(name))).click()
+    pick(page, page.locator("#monitor-workflow"), page.get_by_role("option", name=re.compile(re.escape(name))))
     expect(page.locator("#monitor-workflow")).to_contain_text(name)
 
 

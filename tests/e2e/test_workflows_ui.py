@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.e2e.conftest import ADMIN_PASSWORD
 
@@ -18,12 +19,28 @@ def sign_in(page: Page, username: str, password: str) -> None:
     page.locator("#login-submit").click()
 
 
+def pick(page: Page, trigger: Locator, option: Locator, attempts: int = 3) -> None:
+    """Open the Radix select `trigger` and click `option` in its list.
+
+    A select whose items arrive with the page's state is rendered anew when they do, which closes an
+    open list under the pointer (the option is "detached"); the list is then opened again.
+    """
+    for _ in range(attempts - 1):
+        trigger.click()
+        try:
+            option.click(timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    trigger.click()
+    option.click()
+
+
 def open_instance(page: Page, label: str) -> None:
     """Show the workflows of the Graphical Editor instance `label` (other tests may add instances)."""
     expect(page.locator("#instance-select, #instance-label").first).to_be_visible()
     if page.locator("#instance-select").count():
-        page.locator("#instance-select").click()
-        page.get_by_role("option", name=label, exact=True).click()
+        pick(page, page.locator("#instance-select"), page.get_by_role("option", name=label, exact=True))
         expect(page.locator("#instance-select")).to_have_text(label)
     else:
         expect(page.locator("#instance-label")).to_have_text(label)
