@@ -21,10 +21,8 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -32,12 +30,8 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.ai_server import ScriptedAiServer
 from tests.mail_servers import ImapServer, SmtpServer, imap_server, smtp_server
-
-try:  # the Microsoft 365 stand-in comes with the msft connector (issue 17)
-    from tests.msgraph_server import MsGraph
-    from tests.msgraph_server import serve as serve_graph
-except ImportError:  # before that part is merged: no Microsoft 365 for the app
-    MsGraph = serve_graph = None
+from tests.msgraph_server import MsGraph
+from tests.msgraph_server import serve as serve_graph
 from tests.oidc_provider import Provider, serve
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +63,7 @@ class RunningApp:
     ai: ScriptedAiServer  # the app's AI provider (OPENAI_BASE_URL)
     imap: ImapServer  # a mailbox the app's connections can reach (pymap)
     smtp: SmtpServer  # its SMTP server (aiosmtpd, keeps what it receives)
-    graph: Any = None  # the Microsoft 365 stand-in (tests.msgraph_server.MsGraph), when installed
+    graph: MsGraph  # the Microsoft 365 identity platform + Graph stand-in
 
     def mail_settings(self, password: str | None = None) -> dict[str, object]:
         """The settings of an `imap` connection to the test mailbox (no TLS on 127.0.0.1)."""
@@ -106,17 +100,15 @@ def _wait_until_up(app: RunningApp, process: subprocess.Popen) -> None:
     raise RuntimeError(f"app did not come up in {START_TIMEOUT}s:\n{app.log.read_text()[-4000:]}")
 
 
-def _msft_env(graph: Any) -> dict[str, str]:
-    """POWERON_MSFT_* pointing the app at the Microsoft 365 stand-in (none without it)."""
-    if graph is None:
-        return {}
+def _msft_env(graph: MsGraph) -> dict[str, str]:
+    """POWERON_MSFT_* pointing the app at the Microsoft 365 stand-in."""
     return {"POWERON_MSFT_TENANT": graph.tenant, "POWERON_MSFT_CLIENT_ID": MSFT_CLIENT_ID,
             "POWERON_MSFT_CLIENT_SECRET": MSFT_CLIENT_SECRET, "POWERON_MSFT_AUTHORITY": graph.url,
             "POWERON_MSFT_GRAPH_URL": graph.url}
 
 
 def _app_env(ui_url: str, api_url: str, data: Path, no_reload: Path, provider: Provider,
-             ai: ScriptedAiServer, graph: Any = None) -> dict[str, str]:
+             ai: ScriptedAiServer, graph: MsGraph) -> dict[str, str]:
     environment = {k: v for k, v in os.environ.items()
                    if k != "POWERON_AI_PROVIDERS" and not k.startswith("POWERON_MSFT_")}
     return {
@@ -158,8 +150,8 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
     registered = Provider(client_id=OIDC_CLIENT_ID, client_secret=OIDC_CLIENT_SECRET,
                           redirect_uri=f"{api_url}/api/auth/oidc/callback")
     ai = ScriptedAiServer().start()
-    stand_in = nullcontext(None) if MsGraph is None else serve_graph(
-        MsGraph(MSFT_CLIENT_ID, MSFT_CLIENT_SECRET, f"{api_url}/api/connections/oauth/msft/callback"))
+    msft_callback = f"{api_url}/api/connections/oauth/msft/callback"
+    stand_in = serve_graph(MsGraph(MSFT_CLIENT_ID, MSFT_CLIENT_SECRET, msft_callback))
     with serve(registered) as provider, imap_server() as imap, smtp_server() as smtp, stand_in as graph:
         with log.open("w") as out:
             process = subprocess.Popen(

@@ -7,19 +7,15 @@ and text and copied into the Workspace's files; an Outlook mail's attachment is 
 
 from __future__ import annotations
 
-import pytest
+from sqlmodel import select
 
-pytest.importorskip("tests.msgraph_server", reason="the Microsoft 365 stand-in comes with the msft connector")
-
-from sqlmodel import select  # noqa: E402 - after the skip
-
-from backend.connectors.sources import Sources  # noqa: E402
-from backend.db import session_scope  # noqa: E402
-from backend.db.models import User  # noqa: E402
-from backend.rbac.access import AccessContext  # noqa: E402
-from tests.integration.test_msft_oauth import _stand_in, admin, graph  # noqa: E402, F401 - fixtures
-from tests.integration.test_msft_sharepoint import pdf  # noqa: E402
-from tests.integration.test_sources import by_name, stored, workspace_id  # noqa: E402
+from backend.connectors.sources import Sources
+from backend.db import session_scope
+from backend.db.models import User
+from backend.rbac.access import AccessContext
+from tests.integration.test_msft_oauth import _stand_in, admin, graph  # noqa: F401 - fixtures
+from tests.integration.test_msft_sharepoint import pdf
+from tests.integration.test_sources import by_name, stored, workspace_id
 
 
 def as_admin(work):
