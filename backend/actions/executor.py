@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from sqlmodel import Session
 
 from backend.actions.base import Action, ActionContext, ActionError, ActionResult
 from backend.actions.registry import ActionRegistry, get_registry
@@ -68,7 +69,7 @@ def execute_action(
                                                      f"(toolbox {found.toolbox})", error_kind="forbidden")
     # A failing action leaves nothing half-written: the writes of a `write` action live in a
     # savepoint (read-only actions skip its cost: they have nothing to undo).
-    savepoint = context.session.begin_nested() if "write" in found.capabilities else None
+    savepoint = _Savepoint(context.session) if "write" in found.capabilities else None
     try:
         output = _jsonable(found.fn(parsed, context))
         if savepoint is not None:
@@ -84,6 +85,33 @@ def execute_action(
         return ActionResult(action_id, False, error=f"{action_id} failed unexpectedly: {type(exc).__name__}: {exc}",
                             error_kind="crashed")
     return ActionResult(action_id, True, output=output)
+
+
+class _Savepoint:
+    """The savepoint a `write` action runs in; a rollback undoes its writes and nothing else.
+
+    On SQLite the SAVEPOINT statement itself opens the database transaction when none is open,
+    and rolling back to it ends none: the caller would keep a snapshot that a connector's own
+    commit meanwhile made stale (store.mark_expired, store.save_secret), and its next write would
+    fail "database is locked". A rollback of a savepoint that opened the transaction therefore
+    ends that transaction too (it holds nothing but the undone writes).
+    """
+
+    def __init__(self, session: Session):
+        self.session = session
+        session.flush()
+        raw = session.connection().connection.dbapi_connection
+        # sqlite3 tells whether a transaction is open; other drivers' callers are always in one.
+        self.opens_transaction = getattr(raw, "in_transaction", True) is False
+        self.nested = session.begin_nested()
+
+    def commit(self) -> None:
+        self.nested.commit()
+
+    def rollback(self) -> None:
+        self.nested.rollback()
+        if self.opens_transaction:
+            self.session.commit()
 
 
 class InstanceActions(Door):

@@ -82,6 +82,8 @@ def open_connection(session: Session, user: User, connection_id: Any, type_ids: 
         ConnectionFailed: it is not of `type_ids`, or not active (expired, in error, revoked):
             the message says what to do.
     """
+    if isinstance(connection_id, str) and connection_id:
+        _renew_if_due(user, connection_id)
     found = session.get(Connection, connection_id) if isinstance(connection_id, str) and connection_id else None
     if found is None or session.exec(select(Connection.id).where(Connection.id == found.id, usable_by(user))
                                      ).first() is None:
@@ -96,6 +98,24 @@ def open_connection(session: Session, user: User, connection_id: Any, type_ids: 
         raise ConnectionFailed(f"connection '{found.label}' is {found.status}{why} — reconnect or test it on the "
                                "Connections page", expired=found.status == lifecycle.EXPIRED)
     return credentials_of(found)
+
+
+def _renew_if_due(user: User, connection_id: str) -> None:
+    """Renew the credentials of an active connection `user` may use when they are due, before the
+    caller's session reads them (ConnectionType.renew_due; its failures are left to the reads that
+    follow: an expired connection is then found expired)."""
+    with session_scope() as session:
+        found = session.exec(select(Connection).where(Connection.id == connection_id, usable_by(user),
+                                                      Connection.status == lifecycle.ACTIVE)).first()
+        if found is None:
+            return
+        kind = connection_type(found.type)
+        credentials = credentials_of(found) if kind.renew_due is not None else None
+    if credentials is not None:
+        try:
+            kind.renew_due(credentials)
+        except ConnectionFailed:
+            pass  # recorded on the connection where it matters (expired); the caller's read says so
 
 
 def save_secret(connection_id: str, secret: dict[str, Any], expires_at: datetime | None,

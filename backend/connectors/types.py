@@ -73,6 +73,10 @@ class ConnectionType:
         files: For a type offering FILES: builds its FileAccess.
         oauth: For auth "oauth": the provider's consent and token endpoints, scopes and how to
             tell whose account was connected (backend.connectors.oauth.OAuthProvider).
+        renew_due: For credentials that age (OAuth tokens): renews them when they are due, in a
+            transaction of its own, or raises ConnectionFailed. `store.open_connection` calls it
+            before the caller's session reads the connection, so the caller never holds a
+            snapshot older than the renewal (on SQLite a stale snapshot cannot write any more).
     """
 
     id: str
@@ -86,6 +90,7 @@ class ConnectionType:
     mail: Callable[[Credentials], Any] | None = None
     files: Callable[[Credentials], Any] | None = None
     oauth: Any = None
+    renew_due: Callable[[Credentials], None] | None = None
 
     @property
     def offers(self) -> frozenset[str]:

@@ -122,16 +122,8 @@ def test_microsoft_tools_come_with_the_users_connection_and_go_when_it_expires(a
     assert_without_microsoft(*ask(api, ai_server, anna, acme.workspace_id))
 
 
-SQLITE_STALE_SNAPSHOT = (
-    "on SQLite a failed 'write' action leaves the caller's session in the transaction its savepoint opened "
-    "(ROLLBACK TO SAVEPOINT ends no transaction); the connector's own commit (store.mark_expired) made that "
-    "snapshot stale, so the runner's next write fails 'database is locked' (backend/actions/executor.py)")
-
-
 def test_a_tool_call_that_expires_the_connection_is_told_to_the_model_and_the_next_run_drops_it(
-        api, ai_server, graph, acme, db_kind, request):
-    if db_kind == "sqlite":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=SQLITE_STALE_SNAPSHOT))
+        api, ai_server, graph, acme):
     anna = signed_in("anna")
     connection_id = browser(anna).connect(mandateId=acme.id, label="Anna's Outlook")
     graph.revoke_refresh_tokens()

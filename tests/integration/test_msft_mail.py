@@ -247,3 +247,17 @@ def test_another_users_or_mandates_connection_is_not_found(graph, admin, api, ca
             assert not result.ok and result.error == f"connection {connection_id} not found", result.error
     assert graph.graph_calls("GET", "/messages") == 0
     assert_no_secrets(graph, caplog.text, records=caplog.records)
+
+
+def test_a_token_due_for_renewal_is_renewed_before_a_writing_action_reads(graph, admin):
+    """The connection's access token is due (it expires in a minute): it is renewed as the action
+    opens the connection, and the action's writes (the attachment saved into the file store) go
+    through — on SQLite a renewal committed after the action's first read would leave it a snapshot
+    that can no longer write ("database is locked")."""
+    graph.access_token_lifetime = 60  # the token the consent gives is due at once
+    connection_id = admin.connect()
+    graph.access_token_lifetime = 3600
+    graph.add_mail(subject="Invoice 77", body="attached", attachments=[("i-77.pdf", "application/pdf", b"%PDF-1.4 77")])
+    result = run("outlook.searchEmails", {"connectionId": connection_id, "query": "invoice", "saveAttachments": True})
+    assert result.ok, result.error
+    assert list(workspace_files("/mail-attachments").values()) == [b"%PDF-1.4 77"]

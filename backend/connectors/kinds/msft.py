@@ -760,6 +760,11 @@ class GraphFiles(FileAccess):
         return self.item(raw, drive)
 
 
+def _renew_due(credentials: Credentials) -> None:
+    """Refresh the connection's access token now if it expires within five minutes."""
+    OAuthTokens(credentials, PROVIDER).access_token()
+
+
 def _mail(credentials: Credentials) -> GraphMail:
     return GraphMail(credentials)
 
@@ -773,4 +778,5 @@ MSFT = register_connection_type(ConnectionType(
     description="Outlook mail and SharePoint files of a Microsoft 365 account, connected by signing in at "
                 "Microsoft (consent); nothing but the granted tokens is stored.",
     auth="oauth", check=check, unavailable=unavailable, mail=_mail, files=_files, oauth=PROVIDER,
+    renew_due=_renew_due,
 ))
