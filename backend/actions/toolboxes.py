@@ -16,7 +16,7 @@ TOOLBOXES = (
     Toolbox("core", "Core", "Files of this workspace, web search and pages, language detection and translation"),
     Toolbox("ai", "AI", "Summaries, images, speech, documents, charts, code and data neutralisation"),
     Toolbox("datasources", "Data sources", "Browse, search and transfer data of connected external sources"),
-    Toolbox("email", "E-mail", "Read, search, draft and send e-mail through a connected mailbox"),
+    Toolbox("email", "E-mail", "Send e-mail through any connected mailbox; read, search and draft Outlook mail (Microsoft 365)"),
     Toolbox("sharepoint", "SharePoint", "Find, read and upload SharePoint documents"),
     Toolbox("clickup", "ClickUp", "Search, create and update ClickUp tasks"),
     Toolbox("jira", "Jira", "Connect to Jira, export and import tickets"),

@@ -212,8 +212,12 @@ class AgentRunner:
             self.fire("escalate_toolbox")
             tools = self.toolset.activate(box)
             self.run.toolboxes = list(self.toolset.active)
-            text = json.dumps({"activated": box, "tools": tools,
-                               "note": "these tools are offered from your next step on"})
+            granted: dict[str, Any] = {"activated": box, "tools": tools,
+                                       "note": "these tools are offered from your next step on"}
+            connections = self.toolset.connections_for(box)
+            if connections:  # what the tools' connectionId takes (the user's active connections)
+                granted["connections"] = connections
+            text = json.dumps(granted)
             self.record("escalation", name=box, call_id=call_id, arguments=args, result=text, ok=True,
                         detail={"reason": reason, "tools": tools})
             self.answer_call(call_id, text)

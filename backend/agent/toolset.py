@@ -18,7 +18,8 @@ from backend.actions.executor import may_run
 from backend.actions.openai_tools import to_tool_definition, tool_name
 from backend.actions.toolboxes import TOOLBOXES, Toolbox
 from backend.agent.config import FEATURE_DATA_TOOLBOX, QUERY_FEATURE_INSTANCE, REQUEST_TOOLBOX, AgentConfig
-from backend.connectors.store import active_connection_types
+from backend.connectors.store import active_connection_types, usable_connections
+from backend.connectors.types import connection_type
 from backend.db.models import FeatureInstance
 from backend.features.registry import get_features
 from backend.rbac.access import AccessContext
@@ -72,6 +73,15 @@ class Toolset:
         """Activate a requestable toolbox; returns the names of the tools it adds."""
         self.active.append(box)
         return [tool_name(action.id) for action in self._usable[box]]
+
+    def connections_for(self, box: str) -> list[dict[str, str]]:
+        """The active connections the user may use with the tools of `box` (what its tools'
+        `connectionId` takes): id, label and type, never a setting or secret."""
+        types = {t for action in self._usable.get(box, []) for t in action.connection_types}
+        if not types:
+            return []
+        return [{"connectionId": c.id, "label": c.label, "type": c.type, "typeLabel": connection_type(c.type).label}
+                for c in usable_connections(self.access.session, self.access.user, types, active_only=True)]
 
     # --- tools --------------------------------------------------------------------------------
 

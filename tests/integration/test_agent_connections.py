@@ -109,6 +109,10 @@ def test_microsoft_tools_come_with_the_users_connection_and_go_when_it_expires(a
     enum, boxes, tools = offered(second)
     assert OUTLOOK_TOOLS | {"email_sendMail"} <= tools and not tools & SHAREPOINT_TOOLS
     assert "email" not in enum and "sharepoint" in enum and "sharepoint" in boxes
+    # The grant names the connections the tools' connectionId takes (so the model need not ask).
+    granted = json.loads(tool_results(second)["e1"])
+    assert granted["connections"] == [{"connectionId": connection_id, "label": "Anna's Outlook", "type": "msft",
+                                       "typeLabel": "Microsoft 365"}]
     mails = json.loads(tool_results(third)["e2"])["mails"]
     assert [m["subject"] for m in mails] == ["Budget review moved to Thursday"]
     assert of(events, "final")[0]["text"] == "Carla wrote: Budget review moved to Thursday."
