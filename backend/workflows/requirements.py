@@ -178,7 +178,7 @@ def requirement(requirement_id: str) -> Requirement:
     if found is None:
         from backend.connectors.types import connection_types
 
-        types = ", ".join(kind.id for kind in connection_types())
+        types = ", ".join(sorted(kind.id for kind in connection_types()))
         raise KeyError(f"unknown requirement '{requirement_id}'; known: {', '.join(_BY_ID)}, or connection types "
                        f"joined by '|' ({types})")
     return found
