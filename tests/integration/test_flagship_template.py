@@ -96,6 +96,11 @@ def steps(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["nodeId"]: s for s in run["steps"]}
 
 
+def stamp_of(run: dict[str, Any]) -> str:
+    """What the SharePoint names of the run's mail start with: its arrival, "2025-03-03 0915"."""
+    return steps(run)["mail"]["output"]["receivedAt"][:16].replace("T", " ").replace(":", "")
+
+
 def waiting_run(api, admin, finance, run_input: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """The template's workflow with a new Microsoft 365 connection, started: (connection id, run)."""
     connection_id = admin.connect(label="Anna's Microsoft 365")
@@ -128,8 +133,7 @@ def test_a_mail_with_a_pdf_ends_as_its_analysis_and_the_pdf_in_sharepoint(graph,
     assert len(asked) == 1
     assert PDF_TEXT in asked[0].user_text and "Subject: Invoice 42 from Fabrikam" in asked[0].user_text
     # The analysis and the PDF are in the SharePoint folder, named after the mail's arrival and the PDF.
-    received = steps(done)["mail"]["output"]["receivedAt"]
-    stamp = received[:16].replace("T", " ").replace(":", "")
+    stamp = stamp_of(done)
     assert files_in(graph, finance) == {f"/Invoices/{stamp} invoice-42.pdf - analysis.md": ANALYSIS.encode(),
                                         f"/Invoices/{stamp} invoice-42.pdf": PDF}
     uploaded = steps(done)["upload"]["output"]
@@ -182,3 +186,22 @@ def test_a_sharepoint_folder_that_does_not_exist_fails_the_upload_naming_it_with
     assert "original" not in steps(failed)  # the attachment was not uploaded either
     assert files_in(graph, finance) == {}
     assert len(ai_server.chat_requests) == 1
+
+
+def test_an_attachment_without_text_is_named_to_the_model_and_the_pdf_is_still_read(graph, admin, api, ai_server,
+                                                                                    finance):
+    """A mail with a scanned image and the PDF: the model reads the PDF and is told the image has no text."""
+    from tests.ai_server import tiny_png
+
+    _connection, run = waiting_run(api, admin, finance)
+    ai_server.reply(ANALYSIS)
+    graph.add_mail(subject="Invoice 43", attachments=[("scan.png", "image/png", tiny_png()),
+                                                      ("invoice-43.pdf", "application/pdf", PDF)])
+    done = settled(api, run["id"])
+    assert done["status"] == "completed", done
+    asked = ai_server.last_chat.user_text
+    assert PDF_TEXT in asked
+    assert f"/mail/{run['id']}/mail/scan.png has no text (image/png" in asked
+    # The analysis is named after the first attachment, which is uploaded next to it.
+    stamp = stamp_of(done)
+    assert sorted(files_in(graph, finance)) == [f"/Invoices/{stamp} scan.png", f"/Invoices/{stamp} scan.png - analysis.md"]
