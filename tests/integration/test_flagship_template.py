@@ -204,4 +204,5 @@ def test_an_attachment_without_text_is_named_to_the_model_and_the_pdf_is_still_r
     assert f"/mail/{run['id']}/mail/scan.png has no text (image/png" in asked
     # The analysis is named after the first attachment, which is uploaded next to it.
     stamp = stamp_of(done)
-    assert sorted(files_in(graph, finance)) == [f"/Invoices/{stamp} scan.png", f"/Invoices/{stamp} scan.png - analysis.md"]
+    assert sorted(files_in(graph, finance)) == [f"/Invoices/{stamp} scan.png",
+                                                f"/Invoices/{stamp} scan.png - analysis.md"]
