@@ -202,8 +202,8 @@ _ATTACHMENT = Template(
             _node("analyse", "ai.process", "Analyse the attachment", 2,
                   prompt="Analyse the attachment of this e-mail: what it is, the key facts and figures (amounts, "
                          "dates, parties), and anything that needs action. Answer in Markdown.",
-                  input="From: {{ nodes.mail.output.from }}\nSubject: {{ nodes.mail.output.subject }}\n\n"
-                        "{{ nodes.mail.output.body }}",
+                  input={"from": "{{ nodes.mail.output.from }}", "subject": "{{ nodes.mail.output.subject }}",
+                         "body": "{{ nodes.mail.output.body }}"},
                   files="{{ nodes.mail.output.files }}"),
             _node("save", "file.create", "Keep the analysis", 3,
                   path=f"/analyses/{{{{ run.id }}}}/{_RECEIVED} {_FIRST_ATTACHMENT} - analysis.md",

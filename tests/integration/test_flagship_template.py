@@ -131,7 +131,7 @@ def test_a_mail_with_a_pdf_ends_as_its_analysis_and_the_pdf_in_sharepoint(graph,
     # The model was asked once, about this mail, with the PDF's extracted text.
     asked = ai_server.chat_requests
     assert len(asked) == 1
-    assert PDF_TEXT in asked[0].user_text and "Subject: Invoice 42 from Fabrikam" in asked[0].user_text
+    assert PDF_TEXT in asked[0].user_text and '"subject": "Invoice 42 from Fabrikam"' in asked[0].user_text
     # The analysis and the PDF are in the SharePoint folder, named after the mail's arrival and the PDF.
     stamp = stamp_of(done)
     assert files_in(graph, finance) == {f"/Invoices/{stamp} invoice-42.pdf - analysis.md": ANALYSIS.encode(),
