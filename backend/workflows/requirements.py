@@ -9,10 +9,16 @@ A node type declares what its nodes need (`NodeType.needs`; a node action's come
   (`connectionId`) that exists; the step itself says, as the run's starter, when it is not theirs
   ("not found") or not active (its reason);
 - ``sandbox``: the bubblewrap sandbox of script.python, which `make run` installs: it is part of
-  the embedded default (`built_in`), so a template needing only it still "runs as it is".
+  the embedded default (`built_in`), so a template needing only it still "runs as it is";
+- a connection type, or several joined by ``|`` (``msft``, ``imap|msft``): a connection of one of
+  those types (backend/connectors/types.py), chosen in the node (`connectionId`), that exists and
+  is of such a type, and that this installation can make at all (e.g. POWERON_MSFT_* set). These
+  are not declared by hand: one rule derives them — a node action that works with connections
+  (`@action(connection_type=…)` / `connection_types`) needs one of its types, unless it declares
+  a connection requirement of its own (``mail``, which any mail-offering type meets).
 
 This module knows each requirement: its words, and whether this installation meets it for one
-node (a mail connection is a node's parameter). From a graph it derives what the workflow needs
+node (a connection is a node's parameter). From a graph it derives what the workflow needs
 (:func:`graph_needs`, shown on the template cards before use; :func:`connections`, what a
 template needs beyond `make run`) and what is missing (:func:`unmet` and :func:`unmet_message`:
 a run whose workflow misses something fails at once, see backend.engine.executor.start_run).
@@ -20,6 +26,7 @@ a run whose workflow misses something fails at once, see backend.engine.executor
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +48,8 @@ class Requirement:
         problem: For one node (its parameters as written or evaluated): None when this
             installation meets the need, else what is missing and how to fix it
             ("not configured here: set …").
+        connection: Met by the connection a node chooses (`connectionId`): "mail" and the
+            connection-type requirements.
     """
 
     id: str
@@ -48,6 +57,7 @@ class Requirement:
     met: str
     built_in: bool
     problem: Callable[[dict[str, Any]], str | None]
+    connection: bool = False
 
 
 def _ai_problem(_node: dict[str, Any]) -> str | None:
@@ -82,21 +92,65 @@ def _mail_problem(node: dict[str, Any]) -> str | None:
     if connection is None or (isinstance(connection, str) and not connection.strip()):
         return ("none chosen: add a mail connection on the Connections page and choose it in the node "
                 "(connectionId)")
-    if not _connection_exists(connection):
+    if _stored_connection(connection) is None:
         return f"connection {connection} not found: choose one of yours on the Connections page (connectionId)"
     return None
 
 
-def _connection_exists(connection_id: Any) -> bool:
+def _stored_connection(connection_id: Any) -> tuple[str, str] | None:
+    """(type, label) of the connection of that id, None when there is none (or it is revoked)."""
     from backend.db import session_scope
     from backend.db.models import Connection
     from backend.statemachines.connection import REVOKED
 
     if not isinstance(connection_id, str):
-        return False
+        return None
     with session_scope() as session:
         found = session.get(Connection, connection_id)
-        return found is not None and found.status != REVOKED
+        return (found.type, found.label) if found is not None and found.status != REVOKED else None
+
+
+def _typed_connection_problem(types: tuple[str, ...], wanted: str, node: dict[str, Any]) -> str | None:
+    """A node's connection (`connectionId`) of one of `types` (`wanted`: "a Microsoft 365
+    connection"): this installation can make one, one is chosen, it exists and is of such a type.
+    Whether the run's starter may use it and whether it is active is the step's to say."""
+    from backend.connectors.types import connection_type
+
+    reasons = [connection_type(t).unavailable() for t in types]
+    if all(reasons):
+        return "none can be set up here: " + "; ".join(dict.fromkeys(r for r in reasons if r))
+    connection = (node.get("parameters") or {}).get("connectionId")
+    if looks_templated(connection):
+        return None  # an expression: known only when the run gets there
+    if connection is None or (isinstance(connection, str) and not connection.strip()):
+        return f"none chosen: add {wanted} on the Connections page and choose it in the node (connectionId)"
+    found = _stored_connection(connection)
+    if found is None:
+        return f"connection {connection} not found: choose one of yours on the Connections page (connectionId)"
+    kind, label = found
+    if kind not in types:
+        return (f"connection '{label}' is {_with_article(connection_type(kind).label + ' connection')}: choose "
+                f"{wanted} (connectionId)")
+    return None
+
+
+def _with_article(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+@functools.cache
+def _connection_requirement(requirement_id: str) -> Requirement | None:
+    """The requirement of a connection of one of the types `requirement_id` joins with "|"
+    ("msft", "imap|msft"); None when one of them is no registered connection type."""
+    from backend.connectors.types import connection_types
+
+    known = {kind.id: kind for kind in connection_types()}
+    types = tuple(requirement_id.split("|"))
+    if not all(t in known for t in types) or len(set(types)) != len(types):
+        return None
+    wanted = _with_article(" or ".join(known[t].label for t in types) + " connection")
+    return Requirement(requirement_id, wanted, "set up here", False,
+                       functools.partial(_typed_connection_problem, types, wanted), connection=True)
 
 
 def _sandbox_problem(_node: dict[str, Any]) -> str | None:
@@ -109,24 +163,48 @@ def _sandbox_problem(_node: dict[str, Any]) -> str | None:
 REQUIREMENTS: tuple[Requirement, ...] = (
     Requirement("ai", "an AI provider", "configured here", False, _ai_problem),
     Requirement("webSearch", "web search", "configured here", False, _search_problem),
-    Requirement("mail", "a mail connection", "set up here", False, _mail_problem),
+    Requirement("mail", "a mail connection", "set up here", False, _mail_problem, connection=True),
     Requirement("sandbox", "the Python sandbox (bubblewrap)", "available here", True, _sandbox_problem),
 )
 _BY_ID = {r.id: r for r in REQUIREMENTS}
 
 
 def requirement(requirement_id: str) -> Requirement:
-    """The requirement `requirement_id`; KeyError naming the known ones."""
-    try:
-        return _BY_ID[requirement_id]
-    except KeyError:
-        raise KeyError(f"unknown requirement '{requirement_id}'; known: {', '.join(_BY_ID)}") from None
+    """The requirement `requirement_id` (one of :data:`REQUIREMENTS`, or connection types joined
+    by "|"); KeyError naming the known ones."""
+    found = _BY_ID.get(requirement_id)
+    if found is None and isinstance(requirement_id, str):
+        found = _connection_requirement(requirement_id)
+    if found is None:
+        from backend.connectors.types import connection_types
+
+        types = ", ".join(sorted(kind.id for kind in connection_types()))
+        raise KeyError(f"unknown requirement '{requirement_id}'; known: {', '.join(_BY_ID)}, or connection types "
+                       f"joined by '|' ({types})")
+    return found
 
 
 def node_needs(node: Any) -> tuple[str, ...]:
-    """What a node needs: its type's `needs` (nothing for an unknown type)."""
+    """What a node needs: its type's `needs`, and for a node action that works with connections
+    the connection its types derive (see the module documentation); nothing for an unknown type."""
     kind = node_type(node.get("type")) if isinstance(node, dict) else None
-    return kind.needs if kind is not None else ()
+    if kind is None:
+        return ()
+    derived = connection_need(kind.type, kind.needs)
+    return (*kind.needs, derived) if derived else kind.needs
+
+
+def connection_need(type_id: str, declared: tuple[str, ...] = ()) -> str | None:
+    """The connection requirement a node action of `type_id` derives from its connection types
+    ("msft" for sharepoint.upload), None when it takes no connection or `declared` (its needs)
+    already names a connection requirement ("mail" for email.sendMail)."""
+    from backend.actions import get_registry
+
+    action = get_registry().actions.get(type_id)
+    types = tuple(action.connection_types) if action is not None else ()
+    if not types or any(_BY_ID[n].connection for n in declared if n in _BY_ID):
+        return None
+    return "|".join(types)
 
 
 def _node_name(node: dict[str, Any]) -> str:

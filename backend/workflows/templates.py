@@ -7,8 +7,8 @@ written here: it is derived from its graph (`Template.needs`, `Template.connecti
 each node type declares (backend/workflows/requirements.py). A template with no `connections`
 runs as it is after `make run`.
 
-There are no SharePoint, Jira or ClickUp nodes yet: the templates that would use them use the
-nearest real nodes (the workspace file store, a CSV export and import) and say so.
+There are no Jira or ClickUp nodes yet: the template that would use them uses the nearest real
+nodes (the workspace file store, a CSV export and import) and says so.
 """
 
 from __future__ import annotations
@@ -180,29 +180,44 @@ _WEBHOOK = Template(
     },
 )
 
+# What the SharePoint names of one mail start with: when it arrived ("2025-03-03 0915"), so that two
+# mails bringing "invoice.pdf" file two documents instead of refusing the second (nothing is replaced).
+_RECEIVED = "{{ nodes.mail.output.receivedAt[:16] | replace('T', ' ') | replace(':', '') }}"
+_FIRST_ATTACHMENT = "{{ (nodes.mail.output.attachments | first).name }}"
+
 _ATTACHMENT = Template(
     id="email-attachment-analysis",
     name="E-mail attachment → AI analysis → SharePoint upload",
     description="Waits for an e-mail with an attachment in a Microsoft 365 mailbox (its subject containing the "
-                "input's subjectContains), lets the AI analyse it and stores the analysis. There is no SharePoint "
-                "node yet: the analysis is saved in the workspace files under /analyses (replace that node once a "
-                "SharePoint connector exists). Set the mail connection in the 'Wait for e-mail' node.",
+                "input's subjectContains), lets the AI analyse the attachment's text (PDF, Word or text files) and "
+                "uploads the analysis and the attachment into a SharePoint folder: the input's site and folder "
+                "(e.g. /Documents/Invoices, which must exist). Choose your Microsoft 365 connection in the "
+                "'Wait for e-mail' node and in both upload nodes.",
     category="documents",
     graph={
         "nodes": [
             _node("start", "trigger.manual", "Start", 0),
             _node("mail", "email.checkEmail", "Wait for e-mail", 1, connectionId="", folder="Inbox",
-                  filter={"subjectContains": "{{ input.subjectContains | default('') }}"}),
+                  filter={"hasAttachment": True, "subjectContains": "{{ input.subjectContains | default('') }}"}),
             _node("analyse", "ai.process", "Analyse the attachment", 2,
-                  prompt="Analyse the attachment of this e-mail: what it is, the key facts and figures, and "
-                         "anything that needs action.",
-                  input="{{ nodes.mail.output }}"),
-            _node("upload", "file.create", "Store the analysis", 3,
-                  path="/analyses/analysis-{{ run.id }}.md", content="{{ nodes.analyse.output.text }}"),
+                  prompt="Analyse the attachment of this e-mail: what it is, the key facts and figures (amounts, "
+                         "dates, parties), and anything that needs action. Answer in Markdown.",
+                  input={"from": "{{ nodes.mail.output.from }}", "subject": "{{ nodes.mail.output.subject }}",
+                         "body": "{{ nodes.mail.output.body }}"},
+                  files="{{ nodes.mail.output.files }}"),
+            _node("save", "file.create", "Keep the analysis", 3,
+                  path=f"/analyses/{{{{ run.id }}}}/{_RECEIVED} {_FIRST_ATTACHMENT} - analysis.md",
+                  content="{{ nodes.analyse.output.text }}", mimeType="text/markdown"),
+            _node("upload", "sharepoint.upload", "Upload the analysis", 4, connectionId="",
+                  file="{{ nodes.save.output.path }}", site="{{ input.site }}", folderPath="{{ input.folder }}"),
+            _node("original", "sharepoint.upload", "Upload the attachment", 5, connectionId="",
+                  file="{{ nodes.mail.output.files | first }}", site="{{ input.site }}",
+                  folderPath="{{ input.folder }}", name=f"{_RECEIVED} {_FIRST_ATTACHMENT}"),
         ],
-        "edges": [_edge("start", "mail"), _edge("mail", "analyse"), _edge("analyse", "upload")],
+        "edges": [_edge("start", "mail"), _edge("mail", "analyse"), _edge("analyse", "save"),
+                  _edge("save", "upload"), _edge("upload", "original")],
     },
-    sample_input={"subjectContains": "Invoice"},
+    sample_input={"subjectContains": "Invoice", "site": "Finance", "folder": "/Documents/Invoices"},
 )
 
 _JIRA_CODE = '''import csv

@@ -6,7 +6,9 @@ Test run (the expense approval once approved in the Inbox); a template missing s
 Test run at once, saying what; "Create workflow" opens the editor; the empty Workflows page gives
 the advice the user's rights allow.
 
-The e2e app has a scripted AI provider, no web search and no mail connector.
+The e2e app has a scripted AI provider, no web search, and Microsoft 365 set up (its stand-in) but no
+connection chosen in any template: the flagship template (mail → AI → SharePoint) says it needs a mail
+and a Microsoft 365 connection, and its Test run fails at once naming both.
 """
 
 from __future__ import annotations
@@ -101,10 +103,16 @@ def test_each_card_says_what_its_template_needs_and_whether_it_is_here(page: Pag
     ])
     expect(digest.locator('.template-need[data-met="false"]')).to_have_count(1)
     expect(digest.locator(".template-needs-setup")).to_have_text("needs setup")
-    mail = card(page, "email-attachment-analysis")
-    expect(mail.locator(".template-need").first).to_have_text(
+    flagship = card(page, "email-attachment-analysis")
+    expect(flagship.locator(".template-need")).to_have_text([
         "Needs a mail connection — none chosen: add a mail connection on the Connections page and choose it in "
-        "the node (connectionId)")
+        "the node (connectionId)",
+        "Needs an AI provider — configured here",
+        "Needs a Microsoft 365 connection — none chosen: add a Microsoft 365 connection on the Connections page and "
+        "choose it in the node (connectionId)",
+    ])
+    expect(flagship.locator('.template-need[data-met="false"]')).to_have_count(2)
+    expect(flagship.locator(".template-needs-setup")).to_have_text("needs setup")
     summary = card(page, "summarise-file")
     expect(summary.locator(".template-need")).to_have_text(["Needs an AI provider — configured here"])
     expect(summary.locator(".template-ready")).to_have_text("set up here")
@@ -159,21 +167,25 @@ def test_the_ai_template_runs_with_the_provider_of_this_installation(page: Page,
     expect(page.locator('#trace .trace-row[data-node="save"]')).to_have_attribute("data-status", "completed")
 
 
-@pytest.mark.parametrize(("template_id", "message"), [
-    ("email-attachment-analysis", "it needs a mail connection for node 'mail' (Wait for e-mail) — none chosen: add "
-                                  "a mail connection on the Connections page"),
-    ("daily-web-digest", "it needs web search for node 'search' (Web search) — not configured here: set "
-                         "POWERON_SEARCH_URL"),
+@pytest.mark.parametrize(("template_id", "messages"), [
+    ("email-attachment-analysis", [
+        "it needs a mail connection for node 'mail' (Wait for e-mail) — none chosen: add a mail connection on the "
+        "Connections page",
+        "it needs a Microsoft 365 connection for node 'upload' (Upload the analysis), node 'original' (Upload the "
+        "attachment) — none chosen: add a Microsoft 365 connection on the Connections page"]),
+    ("daily-web-digest", ["it needs web search for node 'search' (Web search) — not configured here: set "
+                          "POWERON_SEARCH_URL"]),
 ])
 def test_a_template_missing_something_fails_its_test_run_at_once_saying_what(page: Page, running_app: RunningApp,
-                                                                           template_id: str, message: str):
+                                                                           template_id: str, messages: list[str]):
     open_templates(page)
     expect(card(page, template_id).locator(".template-needs-setup")).to_be_visible()
     workflow_id = use_template(page, template_id)
     assert json.loads(page.locator("#run-input").input_value()) == templates.template(template_id).sample_input
     page.locator("#test-run").click()
     expect(page.locator("#run-summary")).to_contain_text("failed")
-    expect(page.locator("#run-error")).to_contain_text(message)
+    for message in messages:
+        expect(page.locator("#run-error")).to_contain_text(message)
     # Nothing ran: no node to retry from or ask about, no node coloured as skipped.
     expect(page.locator("#trace-empty")).to_have_text("No node ran in this run.")
     expect(page.locator("#retry-failed")).to_have_count(0)

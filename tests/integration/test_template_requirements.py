@@ -1,7 +1,10 @@
-"""What a workflow needs beyond the embedded default (issue 16, item 2): derived from the node types'
-declared needs, said by the templates before use, and checked when a run starts: a run missing an
-AI provider, web search or a mail connection fails at once, naming what, for which nodes and how to
-fix it, instead of waiting (an e-mail step without a mailbox waited forever) or failing halfway."""
+# ruff: noqa: F811 - the fixtures of test_msft_oauth are imported by name, and tests take them as arguments
+"""What a workflow needs beyond the embedded default (issue 16, item 2; issue 17): derived from the node
+types' declared needs and, for node actions that work with connections, from their connection types;
+said by the templates before use, and checked when a run starts: a run missing an AI provider, web
+search, a mail connection or a connection of the right type (Microsoft 365 for SharePoint) fails at
+once, naming what, for which nodes and how to fix it, instead of waiting (an e-mail step without a
+mailbox waited forever) or failing halfway."""
 
 from __future__ import annotations
 
@@ -21,10 +24,14 @@ from backend.engine.nodes import NodeCall, StepError, check_email
 from backend.notifications import notifier
 from backend.workflows import requirements, service, templates
 from backend.workflows.node_types import palette
+from tests.integration.test_msft_oauth import _stand_in, admin, graph  # noqa: F401 - fixtures
 from tests.mail_servers import imap_server
 
 START = {"id": "start", "type": "trigger.manual", "parameters": {}, "position": {"x": 0, "y": 0}}
-NO_AI = {"OPENAI_API_KEY": "", "POWERON_AI_PROVIDERS": "", "POWERON_SEARCH_URL": ""}
+NO_AI = {"OPENAI_API_KEY": "", "POWERON_AI_PROVIDERS": "", "POWERON_SEARCH_URL": "", "POWERON_MSFT_TENANT": "",
+         "POWERON_MSFT_CLIENT_ID": "", "POWERON_MSFT_CLIENT_SECRET": ""}
+MSFT_UNSET = ("none can be set up here: Microsoft 365 is not set up on this server: set POWERON_MSFT_TENANT, "
+              "POWERON_MSFT_CLIENT_ID, POWERON_MSFT_CLIENT_SECRET (an app registration in Microsoft Entra ID")
 
 
 def edge(source: str, target: str) -> dict[str, str]:
@@ -42,7 +49,8 @@ def text_step(node_id: str, text: str) -> dict[str, Any]:
 
 @pytest.fixture
 def offline(monkeypatch):
-    """No AI provider, no web search (an empty variable also hides a .env value)."""
+    """No AI provider, no web search, no Microsoft 365 app registration (an empty variable also hides a .env
+    value)."""
     for name, value in NO_AI.items():
         monkeypatch.setenv(name, value)
     reset_settings_cache()
@@ -89,14 +97,36 @@ def test_every_declared_need_is_a_known_requirement():
     assert declared == {r.id for r in requirements.REQUIREMENTS}
     for need in declared:
         assert requirements.requirement(need).id == need
-    with pytest.raises(KeyError, match="known: ai, webSearch, mail, sandbox"):
+    with pytest.raises(KeyError, match=r"known: ai, webSearch, mail, sandbox, or connection types joined by '\|' "
+                                       r"\(imap, msft"):
         requirements.requirement("fax")
+
+
+def test_a_node_action_with_connection_types_needs_a_connection_of_one_of_them():
+    """One rule for every such action (none declares it): its types joined by "|", unless it declares a
+    connection requirement of its own (email.sendMail: "mail")."""
+    for action in get_registry().graph_nodes():
+        needs = requirements.node_needs({"type": action.id})
+        derived = [n for n in needs if n not in action.needs]
+        if not action.connection_types or "mail" in action.needs:
+            assert derived == [], action.id
+            continue
+        assert derived == ["|".join(action.connection_types)], action.id
+        wanted = requirements.requirement(derived[0])
+        assert wanted.connection and not wanted.built_in
+    assert requirements.node_needs({"type": "sharepoint.upload"}) == ("msft",)
+    assert requirements.node_needs({"type": "email.sendMail"}) == ("mail",)
+    assert requirements.requirement("msft").label == "a Microsoft 365 connection"
+    assert requirements.requirement("imap|msft").label == "an E-mail (IMAP/SMTP) or Microsoft 365 connection"
+    for unknown in ("fax", "msft|fax", "msft|msft"):
+        with pytest.raises(KeyError):
+            requirements.requirement(unknown)
 
 
 def test_a_templates_connections_are_derived_from_its_nodes():
     derived = {t.id: t.connections for t in templates.templates()}
     assert derived == {"expense-approval": (), "daily-web-digest": ("webSearch", "ai"), "summarise-file": ("ai",),
-                       "webhook-notification": (), "email-attachment-analysis": ("mail", "ai"),
+                       "webhook-notification": (), "email-attachment-analysis": ("mail", "ai", "msft"),
                        "jira-to-clickup": ()}
     # The sandbox is needed but part of the embedded default (make run installs bubblewrap).
     jira = templates.template("jira-to-clickup")
@@ -113,9 +143,13 @@ def test_the_templates_say_what_they_need_and_whether_it_is_here(api, offline):
     assert texts[1] == ("Needs an AI provider — not configured here: set OPENAI_API_KEY (or POWERON_AI_PROVIDERS "
                         "for several providers)")
     assert [n["nodes"] for n in digest["needs"]] == [["search"], ["digest"]]
-    mail = by_id["email-attachment-analysis"]["needs"][0]
-    assert (mail["id"], mail["available"], mail["nodes"]) == ("mail", False, ["mail"])
-    assert "Needs a mail connection — none chosen: add a mail connection on the Connections page" in mail["text"]
+    flagship = by_id["email-attachment-analysis"]
+    assert [(n["id"], n["available"], n["nodes"]) for n in flagship["needs"]] == [
+        ("mail", False, ["mail"]), ("ai", False, ["analyse"]), ("msft", False, ["upload", "original"])]
+    mail, _ai, msft = (n["text"] for n in flagship["needs"])
+    assert "Needs a mail connection — none chosen: add a mail connection on the Connections page" in mail
+    assert msft.startswith(f"Needs a Microsoft 365 connection — {MSFT_UNSET}")
+    assert flagship["connections"] == ["mail", "ai", "msft"] and flagship["runsAsItIs"] is False
     for runnable in ("expense-approval", "webhook-notification", "jira-to-clickup"):
         assert by_id[runnable]["runsAsItIs"] is True and by_id[runnable]["connections"] == []
     assert [(n["id"], n["available"], n["builtIn"]) for n in by_id["jira-to-clickup"]["needs"]] == \
@@ -135,7 +169,7 @@ def test_with_an_ai_provider_the_card_says_it_is_configured(api, ai_server):
 
 def test_the_email_attachment_template_fails_at_once_naming_the_mail_connection(api, offline):
     workflow = create(api, templateId="email-attachment-analysis")
-    assert workflow["testInput"] == {"subjectContains": "Invoice"}
+    assert workflow["testInput"] == {"subjectContains": "Invoice", "site": "Finance", "folder": "/Documents/Invoices"}
     failed = run(api, workflow["id"], workflow["testInput"])
     assert failed["status"] == "failed" and failed["pauseReason"] is None, failed
     error = failed["error"]
@@ -143,6 +177,8 @@ def test_the_email_attachment_template_fails_at_once_naming_the_mail_connection(
                             "(Wait for e-mail) — none chosen: add a mail connection on the Connections page"), error
     assert "it needs an AI provider for node 'analyse' (Analyse the attachment) — not configured here: set " \
            "OPENAI_API_KEY" in error
+    assert ("it needs a Microsoft 365 connection for node 'upload' (Upload the analysis), node 'original' (Upload "
+            f"the attachment) — {MSFT_UNSET}") in error
     assert failed["steps"] == []  # nothing ran, nothing waits
     listed = api.client.get(f"{api.base()}/runs", params={"status": "paused"}, headers=api.auth).json()
     assert listed == []
@@ -179,6 +215,33 @@ def test_a_usable_mail_connection_lets_the_run_wait_for_its_mail(api, mailbox):
     assert unchosen["status"] == "failed"
     assert "needs a mail connection for node 'mail' (Wait for e-mail) — none chosen: add a mail connection on " \
            "the Connections page and choose it in the node (connectionId)" in unchosen["error"]
+
+
+def upload_step(connection: str) -> dict[str, Any]:
+    return {"id": "upload", "type": "sharepoint.upload", "label": "File it",
+            "parameters": {"connectionId": connection, "file": "/report.txt", "site": "Finance",
+                           "folderPath": "/Documents"}}
+
+
+def test_a_sharepoint_step_needs_a_microsoft_365_connection_chosen_in_it(graph, admin, api, mailbox):
+    """The derived requirement: none chosen, one of another type, then a Microsoft 365 one (the step runs)."""
+    def started(connection: str) -> dict:
+        return run(api, create(api, graph={"nodes": [START, upload_step(connection)],
+                                           "edges": [edge("start", "upload")]})["id"])
+
+    unchosen = started("")
+    assert unchosen["status"] == "failed" and unchosen["steps"] == []
+    assert unchosen["error"] == ("this workflow cannot run here: it needs a Microsoft 365 connection for node 'upload' "
+                                 "(File it) — none chosen: add a Microsoft 365 connection on the Connections page "
+                                 "and choose it in the node (connectionId)")
+    other_type = started(mailbox)
+    assert other_type["status"] == "failed" and other_type["steps"] == []
+    assert other_type["error"].endswith("— connection 'Inbox' is an E-mail (IMAP/SMTP) connection: choose a "
+                                        "Microsoft 365 connection (connectionId)")
+    microsoft = started(admin.connect(label="Anna's Microsoft 365"))
+    # It may run: the step itself then says what is wrong (no such file in the workspace).
+    assert microsoft["status"] == "failed" and "/report.txt" in {s["nodeId"]: s for s in microsoft["steps"]}[
+        "upload"]["error"]
 
 
 def test_the_email_step_fails_at_once_when_its_connection_turns_out_empty(api, mailbox):

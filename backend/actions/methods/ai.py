@@ -376,20 +376,49 @@ def _text_output(reply: AiReply, response_format: str) -> AiTextOutput:
 class ProcessParams(ActionParams):
     prompt: str = Field(min_length=1, max_length=MAX_TEXT, description="The instruction: what to do with the input.")
     input: Any = Field(None, description="Text or JSON data to process, e.g. the output of an earlier step.")
+    files: list[str] = Field([], max_length=20,
+                             description="Paths of files in this workspace's file store (e.g. an e-mail step's "
+                                         "`files`) whose text (text, PDF and DOCX files) the model reads too.")
     system_prompt: str | None = Field(None, max_length=20_000, description="Role and rules for the model.")
     response_format: Literal["text", "json"] = Field("text", description="json: the answer is parsed into data.")
     model: str | None = Field(None, description="Model id; default: the configured one.")
     temperature: float | None = Field(None, ge=0, le=2)
 
 
+def _files_prompt(context: ActionContext, paths: list[str], budget: int) -> str:
+    """The text of the files at `paths` as <file> blocks (at most `budget` characters in all); a
+    file without text (an image) is named as such; a missing one fails the step (NotFound)."""
+    service = _file_service()
+    if not paths:
+        return ""
+    if service is None or context.feature_instance_id is None:
+        raise ActionError("reading files needs the file store of a workspace, which this step does not have")
+    blocks = []
+    for path in paths:
+        if budget <= 0:
+            blocks.append(f'<file path="{path}">(left out: the text of the files is longer than this step '
+                          "takes)</file>")
+            continue
+        try:
+            read = service.read_text(context, path.strip(), 0, min(budget, service.MAX_READ_CHARS))
+        except service.NotText as exc:
+            blocks.append(f'<file path="{path}">({exc})</file>')
+            continue
+        budget -= len(read.text)
+        cut = " (cut)" if read.truncated else ""
+        blocks.append(f'<file path="{read.file.path}" type="{read.file.mime_type}">{cut}\n{read.text}\n</file>')
+    return "\n\n" + "\n".join(blocks)
+
+
 @action("ai.process", toolbox="ai", label="AI: process",
-        description="Apply an instruction to the input of the step (classify, rewrite, extract, answer) and "
-                    "return the model's text, or JSON data with responseFormat json.",
+        description="Apply an instruction to the input of the step and to the text of files (classify, rewrite, "
+                    "extract, answer) and return the model's text, or JSON data with responseFormat json.",
         params=ProcessParams, output=AiTextOutput, agent_tool=False, graph_node=True, needs=("ai",))
 def process(params: ProcessParams, context: ActionContext) -> AiTextOutput:
     prompt = params.prompt
     if params.input is not None:
         prompt += f"\n\n<input>\n{_as_prompt_text(params.input)}\n</input>"
+    prompt += _files_prompt(context, params.files, MAX_TEXT - len(prompt))
     if params.response_format == "json" and "json" not in prompt.lower():
         prompt += "\n\nAnswer with one JSON object."
     reply = get_ai_client().chat(prompt, model=params.model, system=params.system_prompt,

@@ -36,7 +36,8 @@ class _Output(BaseModel):
 
 
 class ConnectionParams(ActionParams):
-    connection_id: str = Field(min_length=1, max_length=32, description=CONNECTION_HELP)
+    # Empty is a valid graph (a template's node before one is chosen): the run's start says it is missing.
+    connection_id: str = Field(max_length=32, description=CONNECTION_HELP)
 
 
 @contextmanager
