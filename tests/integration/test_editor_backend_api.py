@@ -110,7 +110,7 @@ def test_templates_are_listed_and_a_workflow_starts_from_one(api):
     approval = by_id["expense-approval"]
     assert approval["connections"] == [] and approval["nodeCount"] == 6 and approval["name"]
     assert approval["sampleInput"] == templates.template("expense-approval").sample_input
-    assert by_id["email-attachment-analysis"]["connections"] == ["mail", "ai"]
+    assert by_id["email-attachment-analysis"]["connections"] == ["mail", "ai", "msft"]
     created = _create(api, templateId="expense-approval")
     assert created["graph"] == templates.template("expense-approval").graph
     assert created["testInput"] == approval["sampleInput"]
