@@ -95,7 +95,10 @@ SUB_AGENT_PROFILE = "featureData"
 PROFILES: dict[str, Profile] = {
     "workspace": Profile(AgentConfig(initial_toolboxes=["core"], available_toolboxes=["ai", "workflow"],
                                      sub_agents=True), connector_toolboxes=True),
-    "graphicalEditor": Profile(AgentConfig(initial_toolboxes=["core", "workflow"], available_toolboxes=["ai"])),
+    # Spec §5.3 starts the editor's chat with core + workflow: 26 tools in round 1, over the
+    # 20-tool target of issue 6/17. Its work is the graph, so it starts with workflow and requests
+    # core (files, web) or ai when a question needs them.
+    "graphicalEditor": Profile(AgentConfig(initial_toolboxes=["workflow"], available_toolboxes=["core", "ai"])),
     # A Feature Data Agent reads one instance's tables; it cannot call a sub-agent.
     SUB_AGENT_PROFILE: Profile(AgentConfig(max_rounds=5, max_cost_chf=0.10, initial_toolboxes=[FEATURE_DATA_TOOLBOX],
                                            available_toolboxes=[], sub_agents=False)),
