@@ -40,6 +40,7 @@ class FakeEditorFiles:
         self.can_read_files = self.can_upload = False
         self.file_max_bytes, self.file_limit = 0, ""
         self.selected_node, self.param_fields, self.form_revision = "", [], 0
+        self.can_edit, self.viewing_version = True, ""
         self.set_calls: list[tuple[str, str, str]] = []
 
     @contextmanager
@@ -55,6 +56,8 @@ FakeEditorFiles.event_handlers = {"set_parameter": SimpleNamespace(fn=FakeEditor
 for _name in ("_with_scope", "_files_attempt", "_load_folder", "_refresh_files"):
     setattr(FakeEditorFiles, _name, FilesMixin.__dict__[_name])
 FakeEditorFiles.use_file = EditorFilesMixin.__dict__["use_file"]
+for _name in ("_field_problem", "_put_path"):
+    setattr(FakeEditorFiles, _name, EditorFilesMixin.__dict__[_name])
 
 
 def _fields(type_id: str, parameters: dict | None = None):
