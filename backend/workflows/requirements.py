@@ -9,7 +9,10 @@ A node type declares what its nodes need (`NodeType.needs`; a node action's come
   (`connectionId`) that exists; the step itself says, as the run's starter, when it is not theirs
   ("not found") or not active (its reason);
 - ``sandbox``: the bubblewrap sandbox of script.python, which `make run` installs: it is part of
-  the embedded default (`built_in`), so a template needing only it still "runs as it is".
+  the embedded default (`built_in`), so a template needing only it still "runs as it is";
+- ``connection``: a connection of a type the node takes (the datasources actions: any connection
+  offering mail or files), chosen in the node (`connectionId`) and existing; as for ``mail``, the
+  step itself says when it is not the starter's or not active.
 
 This module knows each requirement: its words, and whether this installation meets it for one
 node (a mail connection is a node's parameter). From a graph it derives what the workflow needs
@@ -99,6 +102,23 @@ def _connection_exists(connection_id: Any) -> bool:
         return found is not None and found.status != REVOKED
 
 
+def _connection_problem(node: dict[str, Any]) -> str | None:
+    """A node's connection (`connectionId`, of a type the node takes): chosen, and existing (not
+    revoked). Whose it is and whether it is active is the step's to say, as the run's starter."""
+    from backend.connectors.sources import node_connection_types
+
+    if not node_connection_types(node.get("type")):
+        return "none can be set up here: this installation has no connector for it"
+    connection = (node.get("parameters") or {}).get("connectionId")
+    if looks_templated(connection):
+        return None
+    if connection is None or (isinstance(connection, str) and not connection.strip()):
+        return "none chosen: add a connection on the Connections page and choose it in the node (connectionId)"
+    if not _connection_exists(connection):
+        return f"connection {connection} not found: choose one of yours on the Connections page (connectionId)"
+    return None
+
+
 def _sandbox_problem(_node: dict[str, Any]) -> str | None:
     from backend.sandbox import probe
 
@@ -111,6 +131,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     Requirement("webSearch", "web search", "configured here", False, _search_problem),
     Requirement("mail", "a mail connection", "set up here", False, _mail_problem),
     Requirement("sandbox", "the Python sandbox (bubblewrap)", "available here", True, _sandbox_problem),
+    Requirement("connection", "a connection", "set up here", False, _connection_problem),
 )
 _BY_ID = {r.id: r for r in REQUIREMENTS}
 

@@ -77,6 +77,9 @@ CONNECTION_HELP = ("Id of the connection (datasources.listConnections lists the 
 PLACE_HELP = ("a location returned by an earlier datasources listing (entries[].location), or a path of names such "
               "as /Inbox (a mail folder) or /Finance/Documents/Reports (site, library, folder)")
 MAX_ITEMS = 20
+# A node of these actions needs its connection chosen (backend/workflows/requirements.py): a run
+# without one fails at once, naming the node, instead of at the step.
+NEEDS = ("connection",)
 LOCATION_MAX = 4000
 
 
@@ -215,7 +218,7 @@ class BrowseDataSourceParams(ConnectionParams):
         description="List what a connection holds: its top (mail folders, SharePoint sites, or Mail and Files) or "
                     "the entries at a location or path; each entry has a location to go on with.",
         params=BrowseDataSourceParams, output=ListingOutput, graph_node=True, capabilities=("read",),
-        connection_types=SOURCE_TYPES)
+        connection_types=SOURCE_TYPES, needs=NEEDS)
 def browse_data_source(params: BrowseDataSourceParams, context: ActionContext) -> ListingOutput:
     door = _door(context, params.connection_id)
     location = _where(door, params.connection_id, params.location, "location")
@@ -243,7 +246,7 @@ class BrowseContainerParams(ConnectionParams):
         description="List the entries inside one container of a connection: a mail folder's newest mails, a mail's "
                     "attachments, a site's libraries, a library's or folder's files and folders.",
         params=BrowseContainerParams, output=ListingOutput, graph_node=True, capabilities=("read",),
-        connection_types=SOURCE_TYPES)
+        connection_types=SOURCE_TYPES, needs=NEEDS)
 def browse_container(params: BrowseContainerParams, context: ActionContext) -> ListingOutput:
     door = _door(context, params.connection_id)
     location = _where(door, params.connection_id, params.container, "container")
@@ -266,7 +269,7 @@ class SearchDataSourceParams(ConnectionParams):
         description="Search a connection's mails and files for words, everywhere or within one mail folder or "
                     "folder; each hit has a location for readContentObjects or downloadFromDataSource.",
         params=SearchDataSourceParams, output=ListingOutput, graph_node=True, capabilities=("read",),
-        connection_types=SOURCE_TYPES)
+        connection_types=SOURCE_TYPES, needs=NEEDS)
 def search_data_source(params: SearchDataSourceParams, context: ActionContext) -> ListingOutput:
     door = _door(context, params.connection_id)
     location = _where(door, params.connection_id, params.location, "location")
@@ -294,7 +297,7 @@ class StoredOutput(_Output):
         description="Copy a file, an attachment or a mail (as text) of a connection into this workspace's file "
                     "store and return the stored file (its path for core_readFile and other nodes).",
         params=DownloadParams, output=StoredOutput, graph_node=True, capabilities=("read", "write"),
-        connection_types=SOURCE_TYPES, instance_table="file")
+        connection_types=SOURCE_TYPES, instance_table="file", needs=NEEDS)
 def download_from_data_source(params: DownloadParams, context: ActionContext) -> StoredOutput:
     door = _door(context, params.connection_id)
     instance = _instance(context)
@@ -322,7 +325,7 @@ class UploadOutput(_Output):
         description="Upload a file of this workspace's file store into a library or folder of a files connection "
                     "(e.g. SharePoint); a file of the same name there is replaced only with overwrite.",
         params=UploadParams, output=UploadOutput, graph_node=True, capabilities=("read", "externalSend"),
-        connection_types=FILE_TYPES, instance_table="file")
+        connection_types=FILE_TYPES, instance_table="file", needs=NEEDS)
 def upload_to_external(params: UploadParams, context: ActionContext) -> UploadOutput:
     door = _door(context, params.connection_id)
     instance = _instance(context)
@@ -390,7 +393,7 @@ class ContentOutput(_Output):
                     "PDF, DOCX …) — given one by one or as the newest items of a container (e.g. the newest mails "
                     "of /Inbox).",
         params=ReadContentParams, output=ContentOutput, graph_node=True, capabilities=("read",),
-        connection_types=SOURCE_TYPES)
+        connection_types=SOURCE_TYPES, needs=NEEDS)
 def read_content_objects(params: ReadContentParams, context: ActionContext) -> ContentOutput:
     door = _door(context, params.connection_id)
     if params.container and params.container.strip():
@@ -441,7 +444,7 @@ class ExtractOutput(StoredOutput):
         description="Take one item out of a container into this workspace's file store — an attachment out of a "
                     "mail (by its name, or the only one), a file out of a folder — and return the stored file.",
         params=ExtractParams, output=ExtractOutput, graph_node=True, capabilities=("read", "write"),
-        connection_types=SOURCE_TYPES, instance_table="file")
+        connection_types=SOURCE_TYPES, instance_table="file", needs=NEEDS)
 def extract_container_item(params: ExtractParams, context: ActionContext) -> ExtractOutput:
     door = _door(context, params.connection_id)
     instance = _instance(context)
