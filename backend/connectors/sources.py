@@ -51,6 +51,7 @@ SAME_NAME_TRIES = 50
 MAIL_AREA, FILES_AREA = "mail", "files"
 ROOT, FOLDER, MESSAGE, ATTACHMENT, CONTAINER, FILE = "root", "folder", "message", "attachment", "container", "file"
 AREA_NAMES = {MAIL_AREA: "Mail", FILES_AREA: "Files"}
+_KINDS = {MAIL_AREA: (ROOT, FOLDER, MESSAGE, ATTACHMENT), FILES_AREA: (ROOT, CONTAINER, FILE)}
 PATH_MAX = 2000
 NAMES_SHOWN = 10
 
@@ -140,7 +141,7 @@ def _decode(location: Any) -> tuple[str, str, list[str]]:
     except ValueError:
         parts = None
     if not (isinstance(parts, list) and len(parts) >= 2 and all(isinstance(p, str) for p in parts)
-            and parts[0] in (MAIL_AREA, FILES_AREA)):
+            and parts[1] in _KINDS.get(parts[0], ())):
         raise InvalidInput([FieldError("location", "is not a place in this connection: open it from the list")])
     return parts[0], parts[1], parts[2:]
 
@@ -595,10 +596,11 @@ class Sources(Door):
 
     @staticmethod
     def _path_attempts(kind: ConnectionType, parts: list[str]) -> list[tuple[str, list[str]]]:
-        """Where a path may lead, most likely first: the area its first part names, then mail, then files."""
+        """Where a path may lead: the area its first part names ("Mail", "Files") when the
+        connection offers both, else mail, then files."""
         areas = [area for area, offer in ((MAIL_AREA, MAIL), (FILES_AREA, FILES)) if offer in kind.offers]
         named = [(a, parts[1:]) for a in areas if parts[0].casefold() == AREA_NAMES[a].casefold()]
-        return named + [(a, parts) for a in areas if (a, parts[1:]) not in named]
+        return named if named and len(areas) > 1 else named + [(a, parts) for a in areas]
 
     def _locate_in(self, kind: ConnectionType, credentials: Any, area: str, rest: list[str]
                    ) -> tuple[SourceEntry | None, str]:

@@ -97,12 +97,16 @@ class ConnectionParams(ActionParams):
 
 @contextmanager
 def _field(name: str) -> Iterator[None]:
-    """Errors of the door that name its own parameter ("location", "path") name `name` instead."""
+    """Errors of the door that name its own parameter ("location", "path", a connector's
+    "attachmentId") name `name` instead."""
     try:
         yield
     except InvalidInput as exc:
-        raise InvalidInput([FieldError(name if e.field in ("location", "path") else e.field, e.message)
+        raise InvalidInput([FieldError(name if e.field in _DOOR_FIELDS else e.field, e.message)
                             for e in exc.errors]) from None
+
+
+_DOOR_FIELDS = ("location", "path", "attachmentId")
 
 
 def _door(context: ActionContext, connection_id: str) -> Sources:
