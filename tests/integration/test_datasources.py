@@ -311,6 +311,9 @@ def test_sharepoint_is_browsed_searched_and_read_by_path(graph, admin, sites):
     found = ok("datasources.searchDataSource", {"connectionId": connection, "query": "budget",
                                                 "location": "/Finance/Documents"})
     assert [e["name"] for e in found["entries"]] == ["budget-2025.pdf"]
+    in_a_file = failed("datasources.searchDataSource", {"connectionId": connection, "query": "budget",
+                                                        "location": "/Finance/Documents/readme.txt"})
+    assert in_a_file == "location: names a file or an attachment: search within a mail folder or a folder"
     read = ok("datasources.readContentObjects", {"connectionId": connection, "items": [
         "/Finance/Documents/Reports/budget-2025.pdf", by_name(reports["entries"], "minutes.docx")["location"],
         "/Finance/Documents/Reports/logo.png"]})

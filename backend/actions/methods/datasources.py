@@ -278,6 +278,9 @@ def search_data_source(params: SearchDataSourceParams, context: ActionContext) -
     door = _door(context, params.connection_id)
     location = _where(door, params.connection_id, params.location, "location")
     with _field("location"):
+        if not is_container_location(location):
+            raise InvalidInput([FieldError("location", "names a file or an attachment: search within a mail folder "
+                                                       "or a folder")])
         found = door.search(params.connection_id, params.query, location, params.limit)
     return _listing(params.connection_id, location, found, params.limit)
 
