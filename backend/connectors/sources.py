@@ -138,7 +138,7 @@ def _decode(location: Any) -> tuple[str, str, list[str]]:
         return "", ROOT, []
     try:
         parts = json.loads(location) if isinstance(location, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: "[[[[…" nested deeper than json's parser goes
         parts = None
     if not (isinstance(parts, list) and len(parts) >= 2 and all(isinstance(p, str) for p in parts)
             and parts[1] in _KINDS.get(parts[0], ())):

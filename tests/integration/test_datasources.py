@@ -176,6 +176,8 @@ def test_bad_places_are_refused_naming_the_field(api, mailbox):
                               "(folders: INBOX, Sent, Trash")
     forged = failed("datasources.browseContainer", {"connectionId": mailbox.id, "container": '["mail","x"]'})
     assert forged == "container: is not a place in this connection: open it from the list"
+    deep = failed("datasources.browseContainer", {"connectionId": mailbox.id, "container": "[" * 3000})
+    assert deep == "container: is not a place in this connection: open it from the list"
     top = failed("datasources.browseContainer", {"connectionId": mailbox.id, "container": "/"})
     assert top.startswith("container: names the top of the connection")
     no_connection = failed("datasources.browseDataSource", {"connectionId": " "})
