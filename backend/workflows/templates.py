@@ -263,7 +263,35 @@ _JIRA = Template(
         "OPS-103,Document the on-call rota,,Done,Low,Carla Rossi,,docs\n")},
 )
 
-TEMPLATES: tuple[Template, ...] = (_APPROVAL, _DIGEST, _SUMMARY, _WEBHOOK, _ATTACHMENT, _JIRA)
+_INBOX_DIGEST = Template(
+    id="daily-inbox-digest",
+    name="Daily inbox digest mail",
+    description="Every day at 08:00 (Zurich time) reads the newest mails of a mailbox's inbox, lets the AI write "
+                "a short digest (who wrote about what, what needs action) and mails it to you from the same "
+                "mailbox. Choose the mail connection in the 'Read the newest mails' node and put your address in "
+                "the 'Send the digest' node.",
+    category="email",
+    graph={
+        "nodes": [
+            _node("start", "trigger.schedule", "Every day 08:00", 0, cron="0 8 * * *", timezone="Europe/Zurich"),
+            _node("read", "datasources.readContentObjects", "Read the newest mails", 1, connectionId="",
+                  container="/Inbox", limit=20, maxChars=2000),
+            _node("digest", "ai.prompt", "Write the digest", 2,
+                  prompt="Write a short digest of these e-mails for their recipient: one bullet point per mail "
+                         "(sender, subject, the gist in one sentence), then a list of what needs action. If there "
+                         "are none, say the inbox had no new mail.\n\n{{ nodes.read.output.items | tojson }}",
+                  systemPrompt="You summarise e-mail concisely and factually; you never invent mails."),
+            _node("send", "email.sendMail", "Send the digest", 3, connectionId="{{ nodes.read.output.connectionId }}",
+                  to=["you@example.com"], subject="Your inbox digest of {{ (now | isoformat)[:10] }}",
+                  body="{{ nodes.digest.output.text }}"),
+        ],
+        "edges": [_edge("start", "read"), _edge("read", "digest"), _edge("digest", "send")],
+    },
+    # What the scheduler gives the trigger (a Test run stands in for a morning's 08:00 run).
+    sample_input={"scheduledAt": "2025-03-03T07:00:00+00:00", "triggerNodeId": "start"},
+)
+
+TEMPLATES: tuple[Template, ...] = (_APPROVAL, _DIGEST, _SUMMARY, _WEBHOOK, _ATTACHMENT, _JIRA, _INBOX_DIGEST)
 
 
 def _copy(found: Template) -> Template:

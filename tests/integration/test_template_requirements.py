@@ -127,7 +127,7 @@ def test_a_templates_connections_are_derived_from_its_nodes():
     derived = {t.id: t.connections for t in templates.templates()}
     assert derived == {"expense-approval": (), "daily-web-digest": ("webSearch", "ai"), "summarise-file": ("ai",),
                        "webhook-notification": (), "email-attachment-analysis": ("mail", "ai", "msft"),
-                       "jira-to-clickup": ()}
+                       "jira-to-clickup": (), "daily-inbox-digest": ("imap|msft", "ai", "mail")}
     # The sandbox is needed but part of the embedded default (make run installs bubblewrap).
     jira = templates.template("jira-to-clickup")
     assert [(n.id, n.requirement.built_in) for n in jira.needs()] == [("sandbox", True)]
