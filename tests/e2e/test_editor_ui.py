@@ -13,6 +13,7 @@ import uuid
 import httpx
 from playwright.sync_api import Page, expect
 
+from backend.workflows import templates
 from tests.e2e.conftest import ADMIN_PASSWORD, RunningApp
 from tests.e2e.test_workflows_ui import sign_in
 
@@ -269,7 +270,7 @@ def test_import_export_and_templates(page: Page, running_app: RunningApp, tmp_pa
 
     page.goto("/workflows")
     page.locator("#open-templates").click()
-    expect(page.locator(".template-card")).to_have_count(6)
+    expect(page.locator(".template-card")).to_have_count(len(templates.templates()))
     page.locator("#use-template-expense-approval").click()
     expect(page).to_have_url(re.compile(r"/editor/\w+$"))
     expect(page.locator(".poweron-node")).to_have_count(6)
