@@ -18,7 +18,7 @@ from sqlmodel import select
 
 from backend.connectors import store
 from backend.connectors.types import ConnectionFailed, ConnectionType, Credentials, connection_type, connection_types
-from backend.db.models import Connection, Mandate, User, UserMandate, utcnow
+from backend.db.models import Connection, Mandate, User, utcnow
 from backend.errors import FieldError, Forbidden, InvalidInput, NotFound
 from backend.names import clean_name
 from backend.rbac.access import AccessContext
@@ -205,26 +205,7 @@ class Connections(Door):
         return self.access.resolve(RESOURCE, SHARE_CONNECTIONS, connection.mandate_id, None).allowed
 
     def _mandate_for(self, mandate_id: str | None) -> Mandate:
-        """The mandate a new connection belongs to: the one named (the user's), else their only
-        one, else Default when they are in it."""
-        mine = list(self.session.exec(select(Mandate).join(UserMandate, UserMandate.mandate_id == Mandate.id)
-                                      .where(UserMandate.user_id == self.user.id).order_by(Mandate.name)).all())
-        if mandate_id is not None:
-            found = next((m for m in mine if m.id == mandate_id), None)
-            if found is None:
-                raise NotFound(f"mandate {mandate_id} not found")
-            return found
-        if len(mine) == 1:
-            return mine[0]
-        from backend.bootstrap import DEFAULT_MANDATE
-
-        default = next((m for m in mine if m.name == DEFAULT_MANDATE), None)
-        if default is not None:
-            return default
-        if not mine:
-            raise InvalidInput([FieldError("mandateId", "you belong to no mandate a connection could belong to")])
-        raise InvalidInput([FieldError("mandateId", "you belong to several mandates: name the one "
-                                                    f"({', '.join(m.name for m in mine)})")])
+        return store.mandate_for_new(self.session, self.user, mandate_id)
 
     def _views(self, rows: list[Connection]) -> list[ConnectionView]:
         mandates = {m.id: m.name for m in self.session.exec(

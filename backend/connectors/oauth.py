@@ -55,7 +55,7 @@ from backend.connectors import store
 from backend.connectors.types import ConnectionFailed, ConnectionType, Credentials, connection_type
 from backend.crypto import seal, unseal
 from backend.db import session_scope
-from backend.db.models import Connection, ConnectionOAuthState, Mandate, User, UserMandate, utcnow
+from backend.db.models import Connection, ConnectionOAuthState, User, UserMandate, utcnow
 from backend.errors import FieldError, InvalidInput, NotFound
 from backend.names import clean_name
 from backend.rbac.access import AccessContext
@@ -241,29 +241,6 @@ class StartTicket:
     expires_at: datetime
 
 
-def _mandate_for(session: Session, user: User, mandate_id: str | None) -> Mandate:
-    """The mandate a new connection belongs to (the Connections door's rule): the one named (one
-    of the user's), else their only one, else Default when they are in it."""
-    mine = list(session.exec(select(Mandate).join(UserMandate, UserMandate.mandate_id == Mandate.id)
-                             .where(UserMandate.user_id == user.id).order_by(Mandate.name)).all())
-    if mandate_id is not None:
-        found = next((m for m in mine if m.id == mandate_id), None)
-        if found is None:
-            raise NotFound(f"mandate {mandate_id} not found")
-        return found
-    if len(mine) == 1:
-        return mine[0]
-    from backend.bootstrap import DEFAULT_MANDATE
-
-    default = next((m for m in mine if m.name == DEFAULT_MANDATE), None)
-    if default is not None:
-        return default
-    if not mine:
-        raise InvalidInput([FieldError("mandateId", "you belong to no mandate a connection could belong to")])
-    raise InvalidInput([FieldError("mandateId", "you belong to several mandates: name the one "
-                                                f"({', '.join(m.name for m in mine)})")])
-
-
 def consent_request(session: Session, user: User, type_id: Any, mandate_id: Any = None, label: Any = None,
                     connection_id: Any = None) -> ConsentRequest:
     """Check what a user asks to connect.
@@ -276,7 +253,7 @@ def consent_request(session: Session, user: User, type_id: Any, mandate_id: Any 
     kind = _consent_type(type_id)
     name = "" if label is None else clean_name(label, "label", LABEL_MAX)
     if connection_id is None:
-        mandate = _mandate_for(session, user, mandate_id)
+        mandate = store.mandate_for_new(session, user, mandate_id)
         oauth_type(kind.id)  # a foreign id is "not found" before "not available here"
         return ConsentRequest(kind.id, mandate.id, name)
     found = session.get(Connection, connection_id) if isinstance(connection_id, str) and connection_id else None

@@ -19,8 +19,8 @@ from sqlmodel import Session, select
 from backend.connectors.types import ConnectionFailed, Credentials, connection_type
 from backend.crypto import seal, unseal
 from backend.db import session_scope
-from backend.db.models import Connection, Notification, User, UserMandate
-from backend.errors import NotFound
+from backend.db.models import Connection, Mandate, Notification, User, UserMandate
+from backend.errors import FieldError, InvalidInput, NotFound
 from backend.statemachines import connection as lifecycle
 
 CONNECTION_EXPIRED = "connection.expired"
@@ -71,6 +71,29 @@ def credentials_of(connection: Connection) -> Credentials:
     """`connection` as a connector works with it (secret unsealed)."""
     return Credentials(connection.id, connection.type, connection.label, dict(connection.settings or {}),
                        unseal_secret(connection))
+
+
+def mandate_for_new(session: Session, user: User, mandate_id: str | None) -> Mandate:
+    """The mandate a new connection belongs to (the Connections door's rule): the one named (one
+    of the user's), else their only one, else Default when they are in it."""
+    mine = list(session.exec(select(Mandate).join(UserMandate, UserMandate.mandate_id == Mandate.id)
+                             .where(UserMandate.user_id == user.id).order_by(Mandate.name)).all())
+    if mandate_id is not None:
+        found = next((m for m in mine if m.id == mandate_id), None)
+        if found is None:
+            raise NotFound(f"mandate {mandate_id} not found")
+        return found
+    if len(mine) == 1:
+        return mine[0]
+    from backend.bootstrap import DEFAULT_MANDATE
+
+    default = next((m for m in mine if m.name == DEFAULT_MANDATE), None)
+    if default is not None:
+        return default
+    if not mine:
+        raise InvalidInput([FieldError("mandateId", "you belong to no mandate a connection could belong to")])
+    raise InvalidInput([FieldError("mandateId", "you belong to several mandates: name the one "
+                                                f"({', '.join(m.name for m in mine)})")])
 
 
 def open_connection(session: Session, user: User, connection_id: Any, type_ids: Iterable[str] | None = None

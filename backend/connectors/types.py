@@ -132,9 +132,10 @@ def register_connection_type(kind: ConnectionType) -> ConnectionType:
 
 
 def connection_types() -> list[ConnectionType]:
-    """Every registered connection type, in registration order."""
+    """Every registered connection type, by id (registration order depends on which module was
+    imported first; lists, requirement ids and the Connections page must not)."""
     _load()
-    return list(_TYPES.values())
+    return sorted(_TYPES.values(), key=lambda kind: kind.id)
 
 
 def connection_type(type_id: Any) -> ConnectionType:

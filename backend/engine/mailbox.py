@@ -44,11 +44,9 @@ from backend.connectors.types import ConnectionFailed
 from backend.db import session_scope
 from backend.db.models import RunStepLog, User, WorkflowRun, utcnow
 from backend.engine import steps
-from backend.engine.executor import RunEngine
-from backend.engine.timers import paused_runs, resume_suspended, waiting_nodes
+from backend.engine.timers import claim_waiting, paused_runs, resume_suspended, waiting_nodes
 from backend.errors import DomainError, FieldError, InvalidInput
 from backend.statemachines import workflow_run as run_lifecycle
-from backend.statemachines.base import ConcurrentTransition
 
 log = logging.getLogger(__name__)
 
@@ -300,17 +298,9 @@ def fail_suspended(session: Session, run: WorkflowRun, node_id: str, message: st
     """Fail the waiting node `node_id` with `message`: its waiting step row becomes failed, its
     onError applies (fail, continue, route) and the run goes on from there. None when the run no
     longer waits at that node (resumed or finished elsewhere)."""
-    session.refresh(run)
-    if run.status not in (run_lifecycle.RUNNING, run_lifecycle.PAUSED):
+    engine = claim_waiting(session, run, node_id)
+    if engine is None:
         return None
-    engine = RunEngine(session, run)
-    if not engine.is_waiting_at(node_id):
-        return None
-    if run.status == run_lifecycle.PAUSED:
-        try:
-            run_lifecycle.resume(session, run)
-        except ConcurrentTransition:
-            return None
     waiting = engine.suspended.pop(node_id)
     step = session.get(RunStepLog, waiting.get("stepId"))
     if step is not None:

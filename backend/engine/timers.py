@@ -54,13 +54,9 @@ def paused_runs(session: Session) -> list[WorkflowRun]:
     return [run for run in session.exec(query).all() if run.pause_reason != "step"]
 
 
-def resume_suspended(session: Session, run: WorkflowRun, node_id: str, output: Any,
-                     handles: tuple[str, ...] = (DEFAULT_HANDLE,)) -> WorkflowRun | None:
-    """Finish the suspended node `node_id` with `output`, follow `handles` and run on.
-
-    Returns the run after it ran on, or None when the run no longer waits at that node (it was
-    resumed elsewhere or finished), so a node is resumed exactly once.
-    """
+def claim_waiting(session: Session, run: WorkflowRun, node_id: str) -> RunEngine | None:
+    """The run's engine, the run running again, when it still waits at `node_id`; None when it no
+    longer does (resumed or finished elsewhere), so a waiting node is taken exactly once."""
     session.refresh(run)
     if run.status not in (run_lifecycle.RUNNING, run_lifecycle.PAUSED):
         return None
@@ -72,6 +68,19 @@ def resume_suspended(session: Session, run: WorkflowRun, node_id: str, output: A
             run_lifecycle.resume(session, run)
         except ConcurrentTransition:
             return None  # another process (or thread) resumed or cancelled it just now
+    return engine
+
+
+def resume_suspended(session: Session, run: WorkflowRun, node_id: str, output: Any,
+                     handles: tuple[str, ...] = (DEFAULT_HANDLE,)) -> WorkflowRun | None:
+    """Finish the suspended node `node_id` with `output`, follow `handles` and run on.
+
+    Returns the run after it ran on, or None when the run no longer waits at that node (it was
+    resumed elsewhere or finished), so a node is resumed exactly once.
+    """
+    engine = claim_waiting(session, run, node_id)
+    if engine is None:
+        return None
     engine.resume_node(node_id, output, handles)
     crashpoints.reach(engine.crash_at, "resume_before_commit", node_id)
     engine.persist()

@@ -188,11 +188,10 @@ _FIRST_ATTACHMENT = "{{ (nodes.mail.output.attachments | first).name }}"
 _ATTACHMENT = Template(
     id="email-attachment-analysis",
     name="E-mail attachment → AI analysis → SharePoint upload",
-    description="Waits for an e-mail with an attachment in a Microsoft 365 mailbox (its subject containing the "
-                "input's subjectContains), lets the AI analyse the attachment's text (PDF, Word or text files) and "
-                "uploads the analysis and the attachment into a SharePoint folder: the input's site and folder "
-                "(e.g. /Documents/Invoices, which must exist). Choose your Microsoft 365 connection in the "
-                "'Wait for e-mail' node and in both upload nodes.",
+    description="Waits for a Microsoft 365 mail with an attachment (subject containing the input's "
+                "subjectContains), lets the AI analyse it and files the analysis and the attachment in the "
+                "input's SharePoint site and folder (which must exist). Choose your Microsoft 365 connection in "
+                "the mail node and both upload nodes.",
     category="documents",
     graph={
         "nodes": [

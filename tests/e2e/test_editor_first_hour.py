@@ -148,8 +148,10 @@ def test_every_palette_entry_drops_onto_the_canvas_and_into_the_stored_draft(zur
     workflow_id, _name = new_workflow(running_app, "Every node")
     open_editor(page, workflow_id)
 
+    columns = 8
+    row_height = 0.86 / -(-len(types) // columns)  # every drop lands inside the canvas, however many types
     for index, type_id in enumerate(types):
-        drop_at(page, type_id, 0.08 + (index % 6) * 0.14, 0.08 + (index // 6) * 0.13)
+        drop_at(page, type_id, 0.06 + (index % columns) * 0.11, 0.06 + (index // columns) * row_height)
         expect(page.locator(".poweron-node")).to_have_count(index + 2)
         # The new node is selected: its panel is open, for the node that is there.
         expect(page.locator("#parameters-panel")).to_contain_text(type_id)

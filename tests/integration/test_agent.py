@@ -445,9 +445,10 @@ def test_the_editor_chat_knows_the_graph_and_changes_it_with_validated_tools(api
                 events.append((kind, json.loads(line[6:])))
     first = ai_server.chat_requests[0]
     assert "workflow_addNode" in tool_names(first) and "requestToolbox" in tool_names(first)
-    assert request_toolbox_enum(first) == ["ai"]
+    # The editor's chat starts with the graph's tools; files and the web (core) come on request.
+    assert request_toolbox_enum(first) == ["core", "ai"]
     assert f"workflowId {workflow_id}" in first.system_text and '"type":"trigger.manual"' in first.system_text
-    assert "core_readFile" in tool_names(first)  # the editor instance has a file store (its Files tab)
+    assert "core_readFile" not in tool_names(first) and len(tool_names(first)) <= 20
     results = [(f["name"], f["ok"]) for f in of(events, "tool.finished")]
     assert results == [("workflow_addNode", False), ("workflow_addNode", True), ("workflow_connectNodes", True)]
     assert "no.suchType" in json.loads(tool_results(ai_server.chat_requests[1])["e1"])["error"]

@@ -10,16 +10,15 @@ feature instance's file store; attachments of drafts are files of that store. Fa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from backend.actions.base import ActionContext, ActionError, ActionParams, action
-from backend.connectors import store
+from backend.actions.base import ActionContext, ActionParams, action
+from backend.actions.connected import connected
 from backend.connectors.access import OutgoingMail
 from backend.connectors.kinds.msft import TYPE_ID, GraphMail, Message
 from backend.connectors.types import ConnectionFailed
@@ -39,20 +38,9 @@ class ConnectionParams(ActionParams):
     connection_id: str = Field(min_length=1, max_length=32, description=CONNECTION_HELP)
 
 
-@contextmanager
-def _mailbox(context: ActionContext, connection_id: str) -> Iterator[GraphMail]:
+def _mailbox(context: ActionContext, connection_id: str) -> AbstractContextManager[GraphMail]:
     """The Outlook mailbox of a connection the caller may use; Microsoft 365's refusals as ActionError."""
-    try:
-        credentials = store.open_connection(context.session, context.user, connection_id, [TYPE_ID])
-        mailbox = GraphMail(credentials)
-    except ConnectionFailed as exc:
-        raise ActionError(str(exc)) from None
-    try:
-        yield mailbox
-    except ConnectionFailed as exc:
-        raise ActionError(str(exc)) from None
-    finally:
-        mailbox.close()
+    return connected(context, connection_id, [TYPE_ID], GraphMail)
 
 
 # --- reading ----------------------------------------------------------------------------------------

@@ -11,15 +11,14 @@ target folder is a clear error.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from backend.actions.base import ActionContext, ActionError, ActionParams, action
-from backend.connectors import store
+from backend.actions.connected import connected
 from backend.connectors.access import SourceItem
 from backend.connectors.kinds.msft import TYPE_ID, GraphFiles
 from backend.connectors.types import ConnectionFailed
@@ -40,20 +39,9 @@ class ConnectionParams(ActionParams):
     connection_id: str = Field(max_length=32, description=CONNECTION_HELP)
 
 
-@contextmanager
-def _sharepoint(context: ActionContext, connection_id: str) -> Iterator[GraphFiles]:
+def _sharepoint(context: ActionContext, connection_id: str) -> AbstractContextManager[GraphFiles]:
     """The SharePoint of a connection the caller may use; Microsoft 365's refusals as ActionError."""
-    try:
-        credentials = store.open_connection(context.session, context.user, connection_id, [TYPE_ID])
-        sharepoint = GraphFiles(credentials)
-    except ConnectionFailed as exc:
-        raise ActionError(str(exc)) from None
-    try:
-        yield sharepoint
-    except ConnectionFailed as exc:
-        raise ActionError(str(exc)) from None
-    finally:
-        sharepoint.close()
+    return connected(context, connection_id, [TYPE_ID], GraphFiles)
 
 
 class ItemOut(_Output):
