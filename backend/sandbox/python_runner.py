@@ -633,8 +633,39 @@ def _sweep(uid: int) -> None:
 
 
 def sandbox_processes() -> list[int]:
-    """PIDs of processes running under any sandbox uid (tests assert none are left over)."""
-    return _processes_of(range(SANDBOX_UID_BASE, SANDBOX_UID_BASE + SANDBOX_UID_POOL))
+    """PIDs of processes left over under a sandbox uid: one no run holds the lease of any more
+    (tests assert there are none; runs of other processes, still holding theirs, do not count)."""
+    found = []
+    for pid in _processes_of(range(SANDBOX_UID_BASE, SANDBOX_UID_BASE + SANDBOX_UID_POOL)):
+        uid = _uid_of(pid)
+        if uid is not None and not _leased(uid):
+            found.append(pid)
+    return found
+
+
+def _uid_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as handle:
+            return next(int(line.split()[1]) for line in handle if line.startswith("Uid:"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None  # gone meanwhile
+
+
+def _leased(uid: int) -> bool:
+    """Whether a run (of any process) holds the lease of `uid` now."""
+    try:
+        fd = os.open(UID_LEASE_DIR / str(uid), os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _text(data: bytes, dropped: int) -> str:
