@@ -622,11 +622,12 @@ class OAuthTokens:
             raise ConnectionFailed(expired, expired=True)
         return self._secret["accessToken"]
 
-    def token_for(self, scopes: tuple[str, ...]) -> str:
+    def token_for(self, scopes: tuple[str, ...], refused: str | None = None) -> str:
         """An access token for other scopes of the same consent (another resource, e.g. Outlook's
         IMAP and SMTP), by the refresh-token grant: kept with the connection's secret until five
-        minutes before it expires; the rotated refresh token is stored at once (under the row lock,
-        like a refresh of the connection's own token, which stays as it is).
+        minutes before it expires, or until a server refused it (`refused`); the rotated refresh
+        token is stored at once (under the row lock, like a refresh of the connection's own token,
+        which stays as it is).
 
         Raises:
             ConnectionFailed: the grant failed; `expired` when the owner must connect again (the
@@ -643,7 +644,7 @@ class OAuthTokens:
             self._check_usable(row)
             current = store.unseal_secret(row)
             cached = (current.get("scopedTokens") or {}).get(key) or {}
-            if _fresh(cached):
+            if _fresh(cached) and cached["accessToken"] != refused:
                 return cached["accessToken"]
             try:
                 renewed = self._refreshed(current.get("refreshToken"), scopes)

@@ -90,9 +90,14 @@ def xoauth2_string(username: str, token: str) -> str:
     return f"user={username}\x01auth=Bearer {token}\x01\x01"
 
 
-def mail_server_token(credentials: Credentials) -> str:
+class _LoginRefused(ConnectionFailed):
+    """The server refused the sign-in (an XOAUTH2 token is then asked for once more)."""
+
+
+def mail_server_token(credentials: Credentials, refused: str | None = None) -> str:
     """The access token of the mail servers for an `xoauth2` connection, from the Microsoft 365
-    connection its settings name (its owner's own, active, of type msft).
+    connection its settings name (its owner's own, active, of type msft); a new one when a server
+    `refused` the last.
 
     Raises:
         ConnectionFailed: that connection is missing, another user's, not Microsoft 365, not active
@@ -120,7 +125,19 @@ def mail_server_token(credentials: Credentials) -> str:
             raise ConnectionFailed(f"{TOKEN_FIELD}: the {msft.LABEL} connection '{row.label}' is {row.status}{why} "
                                    "— reconnect it on the Connections page", expired=row.status == lifecycle.EXPIRED)
         token_credentials = store.credentials_of(row)
-    return OAuthTokens(token_credentials, msft.PROVIDER).token_for(msft.MAIL_SERVER_SCOPES)
+    return OAuthTokens(token_credentials, msft.PROVIDER).token_for(msft.MAIL_SERVER_SCOPES, refused)
+
+
+def _signed_in(credentials: Credentials, sign_in):
+    """`sign_in(token)` with the password (token None), or with the mail servers' token: asked for
+    anew once when the server refused it (revoked or expired before its time)."""
+    if not _xoauth2(credentials):
+        return sign_in(None)
+    token = mail_server_token(credentials)
+    try:
+        return sign_in(token)
+    except _LoginRefused:
+        return sign_in(mail_server_token(credentials, refused=token))
 
 
 def _xoauth2(credentials: Credentials) -> bool:
@@ -134,8 +151,11 @@ def open_imap(credentials: Credentials) -> imaplib.IMAP4:
     Raises:
         ConnectionFailed: unreachable, TLS failure, no token or login refused (saying which).
     """
+    return _signed_in(credentials, lambda token: _open_imap(credentials, token))
+
+
+def _open_imap(credentials: Credentials, token: str | None) -> imaplib.IMAP4:
     settings = credentials.settings
-    token = mail_server_token(credentials) if _xoauth2(credentials) else None
     host, port, security = settings["host"], int(settings["port"]), settings.get("security", "ssl")
     try:
         if security == "ssl":
@@ -155,7 +175,7 @@ def open_imap(credentials: Credentials) -> imaplib.IMAP4:
     except (imaplib.IMAP4.error, OSError) as exc:
         _close(client)
         how = " with XOAUTH2" if token is not None else ""
-        raise ConnectionFailed(f"the IMAP server {_where(host, port)} refused the login of "
+        raise _LoginRefused(f"the IMAP server {_where(host, port)} refused the login of "
                                f"{settings['username']}{how}: {_reason(exc)}") from None
     return client
 
@@ -185,11 +205,14 @@ def open_smtp(credentials: Credentials) -> smtplib.SMTP:
     Raises:
         ConnectionFailed: no SMTP server set, unreachable, TLS failure, no token or login refused.
     """
-    settings = credentials.settings
-    host = settings.get("smtpHost")
-    if not host:
+    if not credentials.settings.get("smtpHost"):
         raise ConnectionFailed("this mailbox connection has no SMTP server: it can read mail but not send it")
-    token = mail_server_token(credentials) if _xoauth2(credentials) else None
+    return _signed_in(credentials, lambda token: _open_smtp(credentials, token))
+
+
+def _open_smtp(credentials: Credentials, token: str | None) -> smtplib.SMTP:
+    settings = credentials.settings
+    host = settings["smtpHost"]
     port, security = int(settings.get("smtpPort") or 587), settings.get("smtpSecurity", "starttls")
     try:
         if security == "ssl":
@@ -216,7 +239,7 @@ def open_smtp(credentials: Credentials) -> smtplib.SMTP:
     except (smtplib.SMTPException, OSError) as exc:
         client.close()
         how = " with XOAUTH2" if token is not None else ""
-        raise ConnectionFailed(f"the SMTP server {_where(host, port)} refused the login of "
+        raise _LoginRefused(f"the SMTP server {_where(host, port)} refused the login of "
                                f"{settings['username']}{how}: {_reason(exc)}") from None
     return client
 
