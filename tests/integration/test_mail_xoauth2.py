@@ -14,6 +14,7 @@ import logging
 from collections.abc import Iterator
 
 import pytest
+from sqlmodel import select
 
 from backend.connectors.access import OutgoingMail
 from backend.connectors.store import credentials_of
@@ -155,4 +156,4 @@ def test_another_users_connection_is_not_found_and_settings_name_their_field(gra
     no_password = create(api, admin.headers, {**imap.settings(smtp), "password": None})
     assert [e["field"] for e in no_password.json()["errors"]] == ["settings.password"]
     with session_scope() as session:
-        assert [c.label for c in session.query(Connection).where(Connection.type == "imap")] == ["Plain"]
+        assert session.exec(select(Connection.label).where(Connection.type == "imap")).all() == ["Plain"]

@@ -47,13 +47,15 @@ class ImapSettings(BaseModel):
     port: int = Field(993, ge=1, le=65535)
     security: Security = "ssl"
     username: str = Field(..., min_length=1, max_length=320, description="the mailbox's login, e.g. its address")
-    auth: Auth = Field("password", description="sign in with the (app) password, or with OAuth 2.0 (XOAUTH2) "
-                                               "through one of your Microsoft 365 connections")
+    auth: Auth = Field("password", title="Sign-in",
+                       description="with the (app) password, or with OAuth 2.0 (XOAUTH2) through one of your "
+                                   "Microsoft 365 connections")
     password: str | None = Field(None, min_length=1, max_length=1000,
                                  description="the account's (app) password (sign-in: password)")
-    token_connection_id: str | None = Field(None, min_length=1, max_length=64,
+    token_connection_id: str | None = Field(None, min_length=1, max_length=64, title="Microsoft 365 connection",
                                             description="the Microsoft 365 connection that signs in "
-                                                        "(sign-in: xoauth2)")
+                                                        "(sign-in: xoauth2)",
+                                            json_schema_extra={"connectionType": "msft"})
     smtp_host: str | None = Field(None, max_length=253, description="SMTP server for sending; none: read only")
     smtp_port: int = Field(587, ge=1, le=65535)
     smtp_security: Security = "starttls"
