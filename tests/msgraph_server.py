@@ -212,6 +212,13 @@ class MsGraph:
                 self.access_tokens[token] = 0
             self.outlook_tokens = {token: (0, user) for token, (_expiry, user) in self.outlook_tokens.items()}
 
+    def consent_without(self, *scopes: str) -> None:
+        """Every refresh token so far carries a consent without `scopes` (one given before the app asked
+        for them)."""
+        with self.lock:
+            self.grants = {token: " ".join(s for s in granted.split() if s not in scopes)
+                           for token, granted in self.grants.items()}
+
     def outlook_user(self, token: str) -> str | None:
         """The user principal an unexpired Outlook (IMAP/SMTP) access token was issued to, else None."""
         with self.lock:

@@ -133,6 +133,21 @@ def test_an_expired_microsoft_connection_fails_the_mailbox_with_the_reason(graph
     assert_no_secrets(graph, again.text, caplog.text, records=caplog.records)
 
 
+def test_a_consent_older_than_the_mail_scopes_asks_to_connect_again(graph, admin, api, servers):
+    imap, smtp = servers
+    msft = admin.connect()
+    graph.consent_without(*MAIL_SCOPES)
+    refused = create(api, admin.headers, oauth_settings(imap, smtp, msft))
+    assert refused.status_code == 422
+    assert "settings.tokenConnectionId: the Microsoft 365 connection 'Microsoft 365 (anna.meier@contoso.example)' " \
+           "was not consented for IMAP and SMTP: connect Microsoft 365 again" in refused.json()["detail"]
+    # Its Graph part still works: it is not marked expired.
+    assert api.client.get(f"{URL}/{msft}", headers=admin.headers).json()["status"] == "active"
+    assert api.client.post(f"{URL}/{msft}/test", headers=admin.headers).json()["ok"] is True
+    assert admin.connect() == msft  # consenting again with the same account renews it, now with the scopes
+    assert create(api, admin.headers, oauth_settings(imap, smtp, msft)).status_code == 201
+
+
 def test_another_users_connection_is_not_found_and_settings_name_their_field(graph, admin, api, servers):
     imap, smtp = servers
     annas = admin.connect()

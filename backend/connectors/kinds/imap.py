@@ -127,7 +127,18 @@ def mail_server_token(credentials: Credentials, refused: str | None = None) -> s
             raise ConnectionFailed(f"{TOKEN_FIELD}: the {msft.LABEL} connection '{row.label}' is {row.status}{why} "
                                    "— reconnect it on the Connections page", expired=row.status == lifecycle.EXPIRED)
         token_credentials = store.credentials_of(row)
-    return OAuthTokens(token_credentials, msft.PROVIDER).token_for(msft.MAIL_SERVER_SCOPES, refused)
+    try:
+        return OAuthTokens(token_credentials, msft.PROVIDER, mark_expired=False).token_for(
+            msft.MAIL_SERVER_SCOPES, refused)
+    except ConnectionFailed as exc:
+        if not exc.expired:
+            raise
+        if msft.CONSENT_MISSING in str(exc):  # consented before it asked for the mail servers' scopes
+            raise ConnectionFailed(f"{TOKEN_FIELD}: the {msft.LABEL} connection '{token_credentials.label}' was not "
+                                   "consented for IMAP and SMTP: connect Microsoft 365 again with the same account "
+                                   "(that renews it)") from None
+        store.mark_expired(token_credentials.connection_id, str(exc))
+        raise
 
 
 def _signed_in(credentials: Credentials, sign_in):

@@ -51,6 +51,7 @@ SCOPES = ("User.Read", "Mail.ReadWrite", "Mail.Send", "Files.ReadWrite.All", "Si
 # Consented too, for IMAP/SMTP connections signed in with XOAUTH2 (kinds/imap.py): Microsoft issues
 # the token of that other resource from the same refresh token (OAuthTokens.token_for).
 MAIL_SERVER_SCOPES = ("https://outlook.office.com/IMAP.AccessAsUser.All", "https://outlook.office.com/SMTP.Send")
+CONSENT_MISSING = "AADSTS65001"  # the identity platform's "not consented" (a consent older than these scopes)
 REQUIRED_SETTINGS = ("POWERON_MSFT_TENANT", "POWERON_MSFT_CLIENT_ID", "POWERON_MSFT_CLIENT_SECRET")
 ME_SELECT = "id,displayName,mail,userPrincipalName"
 MESSAGE_SELECT = ("id,subject,from,toRecipients,ccRecipients,receivedDateTime,isRead,hasAttachments,body,"
