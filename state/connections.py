@@ -65,6 +65,7 @@ class SettingField(TypedDict):
     kind: str  # text · number · password · select
     default: str
     options: list[str]
+    labels: list[str]  # what a select shows for each option
     required: bool
     description: str
     error: str
@@ -96,16 +97,30 @@ def _resolved(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def setting_fields(schema: dict[str, Any], secret: set[str]) -> list[SettingField]:
+def _connection_choices(wanted: str, connections: list[ConnectionRow]) -> tuple[list[str], list[str]]:
+    """A select of the user's own active connections of type `wanted` (ids, labels), a blank first."""
+    own = [c for c in connections if c["type"] == wanted and c["mine"] and c["status"] == "active"]
+    blank = "— choose one —" if own else "— none yet: add one first —"
+    return ["", *(c["id"] for c in own)], [blank, *(c["label"] for c in own)]
+
+
+def setting_fields(schema: dict[str, Any], secret: set[str],
+                   connections: list[ConnectionRow] | None = None) -> list[SettingField]:
     """The form of a password type, in the schema's order: `secret` fields (by alias) and those the
     schema marks (format password, writeOnly) masked, enums as selects, integers as numbers, the
-    schema's defaults filled in."""
+    schema's defaults filled in; a field naming another connection (`connectionType` in its
+    schema) a select of the user's own active `connections` of that type."""
     defs = schema.get("$defs", {})
     required = set(schema.get("required", []))
     fields = []
     for name, raw in (schema.get("properties") or {}).items():
         resolved = _resolved(raw, defs)
-        if name in secret or resolved.get("format") == "password" or resolved.get("writeOnly"):
+        options = [str(o) for o in resolved.get("enum", [])]
+        labels = options
+        if resolved.get("connectionType"):
+            kind = "select"
+            options, labels = _connection_choices(str(resolved["connectionType"]), connections or [])
+        elif name in secret or resolved.get("format") == "password" or resolved.get("writeOnly"):
             kind = "password"
         elif "enum" in resolved:
             kind = "select"
@@ -117,7 +132,7 @@ def setting_fields(schema: dict[str, Any], secret: set[str]) -> list[SettingFiel
         fields.append(SettingField(
             name=name, title=field_title(name, raw), kind=kind,
             default="" if default is None or kind == "password" else str(default),
-            options=[str(o) for o in resolved.get("enum", [])], required=name in required,
+            options=options, labels=labels, required=name in required,
             description=str(resolved.get("description") or raw.get("description") or ""), error=""))
     return fields
 
@@ -237,7 +252,7 @@ class ConnectionsState(RenameMixin, PageMixin, AuthState):
         model = kind.settings_model
         secret = {model.model_fields[n].alias or n for n in kind.secret_fields} if model else set()
         self.form_type, self.form_type_label = card["id"], card["label"]
-        self.form_fields = setting_fields(self._schemas.get(type_id, {}), secret)
+        self.form_fields = setting_fields(self._schemas.get(type_id, {}), secret, self.connections)
         self.form_label_error = self.form_error = ""
         self.form_revision += 1
 

@@ -2,6 +2,12 @@
 mailboxes, `pymap --no-tls dict --demo-data`) in a subprocess, SMTP by aiosmtpd (in this process)
 with LOGIN/PLAIN authentication, keeping every message it accepts.
 
+Both also take OAuth 2.0 bearer tokens (SASL XOAUTH2) when asked to: `imap_server(xoauth2_check=url)`
+runs pymap with a backend plugin (registered through pymap's own plugin registry) whose IMAP offers
+pysasl's XOAUTH2 mechanism and checks each token at `url` (the Graph stand-in's
+`/test/outlook-tokens`); `smtp_server(xoauth2_user=…)` adds an `auth_XOAUTH2` mechanism to aiosmtpd
+that asks the callable whose token it is. The user in the XOAUTH2 string must be the token's.
+
     with imap_server() as imap, smtp_server() as smtp:
         settings = {"host": imap.host, "port": imap.port, "security": "none",
                     "username": imap.username, "password": imap.password,
@@ -10,12 +16,14 @@ with LOGIN/PLAIN authentication, keeping every message it accepts.
 
 from __future__ import annotations
 
+import base64
 import imaplib
+import re
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email import message_from_bytes, policy
@@ -127,14 +135,20 @@ def mail(subject: str, body: str = "Hello", sender: str = "Anna Muster <anna@exa
 
 
 @contextmanager
-def imap_server() -> Iterator[ImapServer]:
+def imap_server(xoauth2_check: str | None = None, username: str = USERNAME) -> Iterator[ImapServer]:
     """pymap on a free port of 127.0.0.1 (no TLS), with its demo mailbox (INBOX with 4 mails,
-    Sent, Trash) for demouser/demopass; stopped afterwards."""
+    Sent, Trash) for `username`/demopass; stopped afterwards. With `xoauth2_check` (a URL) it also
+    takes AUTHENTICATE XOAUTH2, each bearer token checked there (see :func:`_pymap_with_xoauth2`)."""
     port = free_port()
-    process = subprocess.Popen([str(PYMAP), "--no-tls", "--host", "127.0.0.1", "--port", str(port),
-                                "--no-service", "admin", "dict", "--demo-data"],
+    options = ["--no-tls", "--host", "127.0.0.1", "--port", str(port), "--no-service", "admin"]
+    if xoauth2_check:
+        command = [sys.executable, "-m", "tests.mail_servers", xoauth2_check, *options, "xoauth2"]
+    else:
+        command = [str(PYMAP), *options, "dict"]
+    process = subprocess.Popen([*command, "--demo-data", "--demo-user", username],
+                               cwd=Path(__file__).resolve().parent.parent,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    server = ImapServer("127.0.0.1", port)
+    server = ImapServer("127.0.0.1", port, username=username)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -162,6 +176,7 @@ class SmtpServer:
     password: str = PASSWORD
     received: list[Message] = field(default_factory=list)
     envelopes: list[tuple[str, list[str]]] = field(default_factory=list)
+    refused_tokens: int = 0
 
 
 class _Handler:
@@ -174,10 +189,37 @@ class _Handler:
         return "250 OK"
 
 
+XOAUTH2 = re.compile(rb"^user=(.*?)\x01auth=Bearer (.*?)\x01\x01$")
+
+
+class _XOAuth2Handler(_Handler):
+    """Also takes AUTH XOAUTH2 (aiosmtpd calls a handler's `auth_<MECHANISM>` methods)."""
+
+    def __init__(self, server: SmtpServer, token_user: Callable[[str], str | None]):
+        super().__init__(server)
+        self.token_user = token_user
+
+    async def auth_XOAUTH2(self, smtp, args):  # noqa: N802 - aiosmtpd's naming
+        if len(args) > 1:
+            try:
+                answer: object = base64.b64decode(args[1].encode(), validate=True)
+            except ValueError:
+                answer = b""
+        else:
+            answer = await smtp.challenge_auth("")
+        match = XOAUTH2.match(answer) if isinstance(answer, bytes) else None
+        user = match and self.token_user(match.group(2).decode())
+        if not match or user != match.group(1).decode():
+            self.server.refused_tokens += 1
+            return AuthResult(success=False)
+        return AuthResult(success=True, auth_data=user)
+
+
 @contextmanager
-def smtp_server() -> Iterator[SmtpServer]:
+def smtp_server(xoauth2_user: Callable[[str], str | None] | None = None) -> Iterator[SmtpServer]:
     """aiosmtpd on a free port of 127.0.0.1 that accepts LOGIN/PLAIN for demouser/demopass only
-    (no TLS: the tests' connections say security "none") and keeps the messages it receives."""
+    (no TLS: the tests' connections say security "none") and keeps the messages it receives. With
+    `xoauth2_user` (token → its user, or None) it also takes AUTH XOAUTH2 for that user."""
     server = SmtpServer("127.0.0.1", free_port())
 
     def authenticate(_server, _session, _envelope, _mechanism, data):
@@ -186,10 +228,69 @@ def smtp_server() -> Iterator[SmtpServer]:
         return AuthResult(success=ok)
 
     # On loopback, for tests, AUTH without TLS is what we want (pyproject.toml silences the warning).
-    controller = Controller(_Handler(server), hostname=server.host, port=server.port,
+    handler = _Handler(server) if xoauth2_user is None else _XOAuth2Handler(server, xoauth2_user)
+    controller = Controller(handler, hostname=server.host, port=server.port,
                             authenticator=authenticate, auth_require_tls=False, auth_required=True)
     controller.start()
     try:
         yield server
     finally:
         controller.stop()
+
+
+def _pymap_with_xoauth2() -> None:
+    """`python -m tests.mail_servers CHECK_URL <pymap options> xoauth2 <dict options>`: pymap's
+    in-memory backend whose IMAP also offers AUTHENTICATE XOAUTH2 (pysasl's mechanism); a bearer
+    token is good when CHECK_URL (POST token=…) answers `{"active": true, "upn": <the user named>}`."""
+    import asyncio
+    import json
+    import urllib.parse
+    import urllib.request
+
+    from pymap.backend import backends
+    from pymap.backend.dict import Config, DictBackend, Identity, Login
+    from pymap.exceptions import InvalidAuth
+    from pymap.main import main
+    from pysasl import SASLAuth
+    from pysasl.creds.external import ExternalCredentials, ExternalVerificationRequired
+
+    check_url = sys.argv.pop(1)
+
+    def token_user(token: str) -> str | None:
+        body = urllib.parse.urlencode({"token": token}).encode()
+        with urllib.request.urlopen(check_url, body, timeout=10) as answer:  # noqa: S310 - the test's own URL
+            found = json.load(answer)
+        return found.get("upn") if found.get("active") else None
+
+    class XOAuth2Config(Config):
+        @property
+        def tls_auth(self) -> SASLAuth:
+            return SASLAuth.named([b"PLAIN", b"LOGIN", b"XOAUTH2"])
+
+    class XOAuth2Login(Login):
+        async def authenticate(self, credentials):
+            if not isinstance(credentials, ExternalCredentials):
+                return await super().authenticate(credentials)
+            try:
+                credentials.verify(None)
+            except ExternalVerificationRequired as exc:
+                token = exc.token or ""
+            user = await asyncio.to_thread(token_user, token)
+            if user is None or user != credentials.authzid:
+                raise InvalidAuth()
+            return Identity(user, self, None, set())
+
+    @backends.register("xoauth2")
+    class XOAuth2Backend(DictBackend):
+        @classmethod
+        async def init(cls, args, **overrides):
+            config = XOAuth2Config.from_args(args, **overrides)
+            login = XOAuth2Login(config)
+            await cls._add_demo_user(config, login)
+            return cls(login, config), config
+
+    main()
+
+
+if __name__ == "__main__":
+    _pymap_with_xoauth2()

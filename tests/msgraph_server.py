@@ -7,7 +7,13 @@ It speaks the real protocol on the real paths, with Graph's payload shapes and e
   `error=access_denied`), the form's POST redirects back with `code` and `state`;
   `POST /{tenant}/oauth2/v2.0/token` takes `authorization_code` (PKCE S256 verified, redirect URI
   checked, single use) and `refresh_token` (rotated: a refresh token works once), with the client
-  authenticated by id + secret (form or Basic); refused grants answer `invalid_grant`.
+  authenticated by id + secret (form or Basic); refused grants answer `invalid_grant`. A token is for
+  one resource: Graph, or Outlook's mail servers (`https://outlook.office.com/IMAP.AccessAsUser.All`,
+  `…/SMTP.Send`, issued on a refresh grant asking for those consented scopes: XOAUTH2 for IMAP and
+  SMTP); scopes of two resources in one token request answer AADSTS28000, scopes never consented
+  AADSTS65001. Graph refuses Outlook tokens; the test mail servers check theirs with
+  :meth:`MsGraph.outlook_user` (in process) or `POST /test/outlook-tokens` (another process; a
+  test-only route: Exchange checks its tokens itself).
 - Graph v1.0: `/me`; mail folders; messages of a folder or the mailbox with `$filter`
   (receivedDateTime ge/gt/le/lt, isRead, hasAttachments; the `$orderby` property must come first,
   as Graph's InefficientFilter rule wants), `$search`, `$top`, `$skip`, `$orderby`, `$select`,
@@ -68,6 +74,15 @@ def _iso(moment: datetime) -> str:
 
 def _parse_iso(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+OIDC_SCOPES = frozenset({"openid", "profile", "email", "offline_access"})
+OUTLOOK = "https://outlook.office.com/"
+
+
+def _resource(scope: str) -> str:
+    """The resource a scope belongs to: Outlook's for `https://outlook.office.com/…`, else Graph."""
+    return OUTLOOK if scope.startswith(OUTLOOK) else "https://graph.microsoft.com/"
 
 
 def _s256(verifier: str) -> str:
@@ -163,6 +178,8 @@ class MsGraph:
             self.codes: dict[str, dict[str, Any]] = {}
             self.access_tokens: dict[str, float] = {}  # token → expiry (epoch)
             self.refresh_tokens: dict[str, str] = {}  # token → "valid" | "used" | "revoked"
+            self.grants: dict[str, str] = {}  # refresh token → the scopes consented (space-separated)
+            self.outlook_tokens: dict[str, tuple[float, str]] = {}  # Outlook token → (expiry, user principal)
             self.issued: list[str] = []  # every token handed out (tests look for leaks)
             self.issued_codes: list[str] = []  # authorization codes (in the callback URL by design)
             self.token_requests: list[dict[str, str]] = []
@@ -193,6 +210,20 @@ class MsGraph:
         with self.lock:
             for token in self.access_tokens:
                 self.access_tokens[token] = 0
+            self.outlook_tokens = {token: (0, user) for token, (_expiry, user) in self.outlook_tokens.items()}
+
+    def consent_without(self, *scopes: str) -> None:
+        """Every refresh token so far carries a consent without `scopes` (one given before the app asked
+        for them)."""
+        with self.lock:
+            self.grants = {token: " ".join(s for s in granted.split() if s not in scopes)
+                           for token, granted in self.grants.items()}
+
+    def outlook_user(self, token: str) -> str | None:
+        """The user principal an unexpired Outlook (IMAP/SMTP) access token was issued to, else None."""
+        with self.lock:
+            expiry, user = self.outlook_tokens.get(token, (0.0, ""))
+        return user if expiry > _now().timestamp() else None
 
     def revoke_refresh_tokens(self) -> None:
         """Every refresh token stops working (the user revoked the app, changed the password …)."""
@@ -473,6 +504,10 @@ def _handler_for(graph: MsGraph) -> type[BaseHTTPRequestHandler]:  # noqa: C901 
                     self._authorize(method)
                 elif raw_path == identity + "token" and method == "POST":
                     self._token_endpoint()
+                elif raw_path == "/test/outlook-tokens" and method == "POST":
+                    form = {k: v[0] for k, v in parse_qs(self._body().decode()).items()}
+                    user = graph.outlook_user(form.get("token", ""))
+                    self._json(200, {"active": user is not None, "upn": user or ""})
                 elif raw_path.endswith("/oauth2/v2.0/authorize") or raw_path.endswith("/oauth2/v2.0/token"):
                     self._send(400, b"AADSTS90002: Tenant not found.", "text/plain")
                 else:
@@ -589,12 +624,28 @@ def _handler_for(graph: MsGraph) -> type[BaseHTTPRequestHandler]:  # noqa: C901 
                                                         "code_challenge supplied in the authorization request "
                                                         "for PKCE.")
                 return
-            self._issue(grant["scope"])
+            # The token is for the resource of the scopes asked for here, else of the first one consented.
+            consented = grant["scope"].split()
+            first = next((s for s in consented if s not in OIDC_SCOPES), "")
+            asked = form.get("scope") or " ".join(s for s in consented if _resource(s) == _resource(first))
+            self._issue(asked, grant["scope"])
 
         def _redeem_refresh(self, form: dict[str, str]) -> None:
             token = form.get("refresh_token", "")
             with graph.lock:
                 state = graph.refresh_tokens.get(token)
+                consented = graph.grants.get(token, "")
+            asked = form.get("scope") or consented
+            if state == "valid" and len({_resource(s) for s in asked.split() if s not in OIDC_SCOPES}) > 1:
+                self._token_error(400, "invalid_scope", "AADSTS28000: Provided value for the input parameter scope "
+                                                        "is not valid because it contains more than one resource.")
+                return
+            missing = [s for s in asked.split() if s not in OIDC_SCOPES and s not in consented.split()]
+            if state == "valid" and missing:
+                self._token_error(400, "invalid_grant", "AADSTS65001: The user or administrator has not consented "
+                                                        f"to use the application for {' '.join(missing)}.")
+                return
+            with graph.lock:
                 if state == "valid":
                     graph.refresh_tokens[token] = "used"
             if state == "revoked":
@@ -605,14 +656,20 @@ def _handler_for(graph: MsGraph) -> type[BaseHTTPRequestHandler]:  # noqa: C901 
                 self._token_error(400, "invalid_grant", "AADSTS70000: The provided value for the 'refresh_token' is "
                                                         "not valid.")
                 return
-            self._issue(form.get("scope", ""))
+            self._issue(asked, consented)
 
-        def _issue(self, scope: str) -> None:
+        def _issue(self, scope: str, consented: str) -> None:
             access = "eyJ0eXAiOiJKV1QiLCJub25jZSI6." + secrets.token_urlsafe(40)
             refresh = "0.AQ4A" + secrets.token_urlsafe(60)
+            outlook = any(_resource(s) == OUTLOOK for s in scope.split())
             with graph.lock:
-                graph.access_tokens[access] = _now().timestamp() + graph.access_token_lifetime
+                expiry = _now().timestamp() + graph.access_token_lifetime
+                if outlook:
+                    graph.outlook_tokens[access] = (expiry, graph.user["userPrincipalName"])
+                else:
+                    graph.access_tokens[access] = expiry
                 graph.refresh_tokens[refresh] = "valid"
+                graph.grants[refresh] = consented
                 graph.issued += [access, refresh]
                 lifetime = graph.access_token_lifetime
             granted = " ".join(s for s in scope.split() if s != "offline_access") or "User.Read"

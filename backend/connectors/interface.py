@@ -123,7 +123,7 @@ class Connections(Door):
         public, secret = kind.split_settings(settings)
         mandate = self._mandate_for(mandate_id)
         try:
-            found = kind.check(Credentials("", kind.id, name, public, secret))
+            found = kind.check(Credentials("", kind.id, name, public, secret, owner_id=self.user.id))
         except ConnectionFailed as exc:
             raise InvalidInput([FieldError("settings", f"the connection test failed: {exc}")]) from None
         connection = Connection(mandate_id=mandate.id, owner_id=self.user.id, type=kind.id, label=name,

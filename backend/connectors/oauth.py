@@ -119,6 +119,9 @@ class OAuthProvider:
             (only when the type is available).
         identify: Reads whose account a fresh access token belongs to (raises ConnectionFailed).
         authorize_params: Extra parameters of the authorization URL (e.g. ("prompt", "select_account")).
+        token_scopes: What a refresh of the connection's own token asks for, when the consent also
+            covers other resources (Microsoft issues a token for one resource at a time); default:
+            `scopes`.
     """
 
     name: str
@@ -126,6 +129,7 @@ class OAuthProvider:
     client: Callable[[], OAuthClientConfig]
     identify: Callable[[str], Identity]
     authorize_params: tuple[tuple[str, str], ...] = ()
+    token_scopes: tuple[str, ...] = ()
 
 
 def _digest(value: str) -> str:
@@ -194,10 +198,12 @@ def oauth_type(type_id: Any) -> tuple[ConnectionType, OAuthProvider]:
     return kind, kind.oauth
 
 
-def _client(provider: OAuthProvider, config: OAuthClientConfig, redirect: str | None = None) -> OAuth2Client:
-    """Authlib's OAuth 2.0 client for one exchange (client_secret_post, PKCE S256)."""
+def _client(provider: OAuthProvider, config: OAuthClientConfig, redirect: str | None = None,
+            scopes: tuple[str, ...] | None = None) -> OAuth2Client:
+    """Authlib's OAuth 2.0 client for one exchange (client_secret_post, PKCE S256), asking for
+    `scopes` (default: the provider's)."""
     return OAuth2Client(client_id=config.client_id, client_secret=config.client_secret,
-                        token_endpoint_auth_method="client_secret_post", scope=" ".join(provider.scopes),
+                        token_endpoint_auth_method="client_secret_post", scope=" ".join(scopes or provider.scopes),
                         redirect_uri=redirect, code_challenge_method="S256",
                         timeout=get_settings().graph_timeout_seconds)
 
@@ -455,7 +461,7 @@ def _expiry(secret: Mapping[str, Any]) -> datetime:
 def _redeem(provider: OAuthProvider, type_id: str, code: str, verifier: str) -> dict[str, Any]:
     """Trade the code at the token endpoint (PKCE verifier, redirect URI, client secret)."""
     config = provider.client()
-    client = _client(provider, config, redirect_uri(type_id))
+    client = _client(provider, config, redirect_uri(type_id), scopes=provider.token_scopes or None)
     try:
         token = client.fetch_token(config.token_url, grant_type="authorization_code", code=code,
                                    code_verifier=verifier)
@@ -589,7 +595,7 @@ class OAuthTokens:
 
     def _renew(self, stale: str | None) -> str:
         if not self.connection_id:  # a connection being made: nothing stored yet
-            self._secret = self._refreshed(self._secret.get("refreshToken"))
+            self._secret = self._refreshed(self._secret.get("refreshToken"), self.provider.token_scopes)
             return self._secret["accessToken"]
         expired: str | None = None
         with _lock_for(self.connection_id), session_scope() as session:
@@ -600,7 +606,7 @@ class OAuthTokens:
                 self._secret = current  # another caller refreshed it meanwhile
                 return current["accessToken"]
             try:
-                renewed = self._refreshed(current.get("refreshToken"))
+                renewed = self._refreshed(current.get("refreshToken"), self.provider.token_scopes)
             except _Expired as exc:
                 expired = str(exc)
             else:
@@ -616,6 +622,47 @@ class OAuthTokens:
             raise ConnectionFailed(expired, expired=True)
         return self._secret["accessToken"]
 
+    def token_for(self, scopes: tuple[str, ...], refused: str | None = None) -> str:
+        """An access token for other scopes of the same consent (another resource, e.g. Outlook's
+        IMAP and SMTP), by the refresh-token grant: kept with the connection's secret until five
+        minutes before it expires, or until a server refused it (`refused`); the rotated refresh
+        token is stored at once (under the row lock, like a refresh of the connection's own token,
+        which stays as it is).
+
+        Raises:
+            ConnectionFailed: the grant failed; `expired` when the owner must connect again (the
+                connection is then marked expired, as for its own token).
+        """
+        key = " ".join(sorted(scopes))
+        if not self.connection_id:  # a connection being made: nothing stored yet
+            renewed = self._refreshed(self._secret.get("refreshToken"), scopes)
+            self._secret["refreshToken"] = renewed["refreshToken"]
+            return renewed["accessToken"]
+        expired: str | None = None
+        with _lock_for(self.connection_id), session_scope() as session:
+            row = session.exec(select(Connection).where(Connection.id == self.connection_id).with_for_update()).first()
+            self._check_usable(row)
+            current = store.unseal_secret(row)
+            cached = (current.get("scopedTokens") or {}).get(key) or {}
+            if _fresh(cached) and cached["accessToken"] != refused:
+                return cached["accessToken"]
+            try:
+                renewed = self._refreshed(current.get("refreshToken"), scopes)
+            except _Expired as exc:
+                expired = str(exc)
+            else:
+                kept = {**current, "refreshToken": renewed["refreshToken"], "scopedTokens": {
+                    **(current.get("scopedTokens") or {}),
+                    key: {"accessToken": renewed["accessToken"], "expiresAt": renewed["expiresAt"]}}}
+                row.secret = store.seal_secret(kept)
+                session.add(row)
+                self._secret = kept
+        if expired is not None:
+            if self.mark_expired:
+                store.mark_expired(self.connection_id, expired)
+            raise ConnectionFailed(expired, expired=True)
+        return renewed["accessToken"]
+
     def _check_usable(self, row: Connection | None) -> None:
         if row is None:
             raise ConnectionFailed(f"connection '{self.label}' was deleted")
@@ -626,8 +673,8 @@ class OAuthTokens:
             raise ConnectionFailed(f"connection '{self.label}' is expired{why} — reconnect it on the Connections page",
                                    expired=True)
 
-    def _refreshed(self, refresh_token: str | None) -> dict[str, Any]:
-        """New tokens for `refresh_token` from the provider.
+    def _refreshed(self, refresh_token: str | None, scopes: tuple[str, ...] = ()) -> dict[str, Any]:
+        """New tokens for `refresh_token` from the provider (for `scopes`; default: the provider's).
 
         Raises:
             _Expired: the provider refuses to renew the sign-in (invalid_grant …).
@@ -637,7 +684,7 @@ class OAuthTokens:
         if not refresh_token:
             raise _Expired(f"connection '{self.label}' holds no refresh token: reconnect it on the Connections page")
         config = self.provider.client()
-        client = _client(self.provider, config)
+        client = _client(self.provider, config, scopes=scopes or None)
         try:
             token = client.refresh_token(config.token_url, refresh_token=refresh_token)
         except OAuthError as exc:

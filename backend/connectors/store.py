@@ -70,7 +70,7 @@ def active_connection_types(session: Session, user: User) -> set[str]:
 def credentials_of(connection: Connection) -> Credentials:
     """`connection` as a connector works with it (secret unsealed)."""
     return Credentials(connection.id, connection.type, connection.label, dict(connection.settings or {}),
-                       unseal_secret(connection))
+                       unseal_secret(connection), owner_id=connection.owner_id)
 
 
 def mandate_for_new(session: Session, user: User, mandate_id: str | None) -> Mandate:

@@ -50,6 +50,7 @@ class Credentials:
     label: str
     settings: dict[str, Any]
     secret: dict[str, Any] = field(repr=False)
+    owner_id: str = ""  # whose connection (or who is creating it): a connection that uses another checks it
 
 
 @dataclass(frozen=True)

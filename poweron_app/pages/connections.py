@@ -66,7 +66,7 @@ def _setting_control(field: SettingField) -> rx.Component:
         ("password", rx.input(type="password", auto_complete="new-password", **common)),
         ("number", rx.input(type="number", default_value=field["default"], **common)),
         ("select", rx.el.select(
-            rx.foreach(field["options"], lambda option: rx.el.option(option, value=option)),
+            rx.foreach(field["options"], lambda option, i: rx.el.option(field["labels"][i], value=option)),
             default_value=field["default"], style={"width": "100%", "padding": "0.4em"}, **common)),
         rx.input(type="text", default_value=field["default"], auto_complete="off", **common),
     )

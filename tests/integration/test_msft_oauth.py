@@ -144,7 +144,9 @@ def test_a_consent_makes_an_active_connection_with_sealed_tokens(graph, admin, a
     assert (asked["client_id"], asked["response_type"], asked["redirect_uri"], asked["code_challenge_method"]) == \
         (CLIENT_ID, "code", CALLBACK, "S256")
     assert set(asked["scope"].split()) == {"User.Read", "Mail.ReadWrite", "Mail.Send", "Files.ReadWrite.All",
-                                           "Sites.Read.All", "offline_access"}
+                                           "Sites.Read.All", "offline_access",
+                                           "https://outlook.office.com/IMAP.AccessAsUser.All",
+                                           "https://outlook.office.com/SMTP.Send"}
     # The browser cookie: HttpOnly, SameSite=Lax, only sent to the callback.
     cookie = started.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=lax" in cookie and f"Path={OAUTH}/callback" in cookie

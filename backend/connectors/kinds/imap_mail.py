@@ -90,15 +90,15 @@ class ImapMail(MailAccess):
     """The mailbox of one `imap` connection; each call is one IMAP (or SMTP) session."""
 
     def __init__(self, credentials: Credentials):
+        self.credentials = credentials
         self.settings = credentials.settings
-        self.secret = credentials.secret
         self.where = _where(self.settings["host"], int(self.settings["port"]))
 
     # --- the session ------------------------------------------------------------------------
 
     @contextmanager
     def _session(self) -> Iterator[imaplib.IMAP4]:
-        client = open_imap(self.settings, self.secret)
+        client = open_imap(self.credentials)
         try:
             yield client
         except (OSError, imaplib.IMAP4.error) as exc:
@@ -270,7 +270,7 @@ class ImapMail(MailAccess):
     def send(self, mail: OutgoingMail) -> str:
         message = build_message(self.sender(), mail)
         recipients = [address for _name, address in getaddresses([*mail.to, *mail.cc])]
-        client = open_smtp(self.settings, self.secret)
+        client = open_smtp(self.credentials)
         smtp = _where(self.settings.get("smtpHost") or "", int(self.settings.get("smtpPort") or 587))
         try:
             refused = client.send_message(message, to_addrs=recipients)

@@ -48,6 +48,10 @@ from backend.connectors.types import (
 TYPE_ID = "msft"
 LABEL = "Microsoft 365"
 SCOPES = ("User.Read", "Mail.ReadWrite", "Mail.Send", "Files.ReadWrite.All", "Sites.Read.All", "offline_access")
+# Consented too, for IMAP/SMTP connections signed in with XOAUTH2 (kinds/imap.py): Microsoft issues
+# the token of that other resource from the same refresh token (OAuthTokens.token_for).
+MAIL_SERVER_SCOPES = ("https://outlook.office.com/IMAP.AccessAsUser.All", "https://outlook.office.com/SMTP.Send")
+CONSENT_MISSING = "AADSTS65001"  # the identity platform's "not consented" (a consent older than these scopes)
 REQUIRED_SETTINGS = ("POWERON_MSFT_TENANT", "POWERON_MSFT_CLIENT_ID", "POWERON_MSFT_CLIENT_SECRET")
 ME_SELECT = "id,displayName,mail,userPrincipalName"
 MESSAGE_SELECT = ("id,subject,from,toRecipients,ccRecipients,receivedDateTime,isRead,hasAttachments,body,"
@@ -113,8 +117,8 @@ def identify(access_token: str) -> Identity:
         return _identity(graph.get("/me", "reading the signed-in account", {"$select": ME_SELECT}))
 
 
-PROVIDER = OAuthProvider(name="Microsoft", scopes=SCOPES, client=client_config, identify=identify,
-                         authorize_params=(("prompt", "select_account"),))
+PROVIDER = OAuthProvider(name="Microsoft", scopes=SCOPES + MAIL_SERVER_SCOPES, token_scopes=SCOPES,
+                         client=client_config, identify=identify, authorize_params=(("prompt", "select_account"),))
 
 
 def graph_for(credentials: Credentials, mark_expired: bool = True) -> GraphClient:
