@@ -61,6 +61,9 @@ def test_a_refused_test_stores_nothing_and_says_why(api, mail):
     assert "not-the-password" not in wrong.text
     closed = create(api, api.auth, {**mail, "port": 1})
     assert closed.status_code == 422 and "cannot reach the IMAP server 127.0.0.1:1" in closed.json()["detail"]
+    assert "Connection refused" in closed.json()["detail"]  # the reason in words, not an errno
+    unknown = create(api, api.auth, {**mail, "host": "no-such-host.invalid"})
+    assert unknown.status_code == 422 and "the host name does not resolve" in unknown.json()["detail"]
     bad = create(api, api.auth, {**mail, "security": "telepathy", "port": "x"})
     assert bad.status_code == 422
     assert {"settings.security", "settings.port"} <= {e["field"] for e in bad.json()["errors"]}

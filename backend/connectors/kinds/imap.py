@@ -262,6 +262,10 @@ def _reason(exc: BaseException) -> str:
         return f"no answer within {TIMEOUT_SECONDS} s"
     if isinstance(exc, smtplib.SMTPResponseException):
         return f"{exc.smtp_code} {_text(exc.smtp_error)}"
+    if isinstance(exc, socket.gaierror):
+        return f"the host name does not resolve ({exc.strerror or exc})"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror  # e.g. "Connection refused", not its errno
     return _text(exc.args[0] if exc.args else exc) or type(exc).__name__
 
 
