@@ -128,6 +128,14 @@ class Settings:
             (503, 504) (POWERON_GRAPH_MAX_RETRIES).
         graph_max_wait_seconds: Longest total wait (Retry-After) for one request before it fails
             naming the throttling (POWERON_GRAPH_MAX_WAIT_SECONDS).
+        role: What this process does (POWERON_ROLE): `all` (API, UI, scheduler, timers and run
+            execution; the default and the only role SQLite allows), `api` (accepts and enqueues,
+            executes nothing) or `worker` (executes runs from the shared queue, serves nothing).
+        worker_heartbeat_seconds: How often a worker process tells the database it is alive
+            (POWERON_WORKER_HEARTBEAT_SECONDS).
+        worker_timeout_seconds: A worker silent for this long is taken for dead: another worker
+            takes over its runs, continuing from their persisted frontier
+            (POWERON_WORKER_TIMEOUT_SECONDS).
     """
 
     db_url: str
@@ -178,6 +186,14 @@ class Settings:
     graph_max_pages: int = 20
     graph_max_retries: int = 4
     graph_max_wait_seconds: float = 60.0
+    role: str = "all"
+    worker_heartbeat_seconds: float = 5.0
+    worker_timeout_seconds: float = 30.0
+
+    @property
+    def shared_queue(self) -> bool:
+        """True on PostgreSQL: runs go through the shared run queue any worker process takes them from."""
+        return self.db_url.startswith("postgresql")
 
     @property
     def sso_enabled(self) -> bool:
@@ -269,6 +285,20 @@ def _seconds(name: str, default: float, zero_ok: bool = False) -> float:
         raise ValueError(f"{name} must be a {'non-negative' if zero_ok else 'positive'} number of seconds, "
                          f"not {raw!r}")
     return value
+
+
+ROLES = ("all", "api", "worker")
+
+
+def _role(db_url: str) -> str:
+    """POWERON_ROLE: all (default), api or worker; the last two need the shared queue of PostgreSQL."""
+    role = (_text("POWERON_ROLE") or "all").lower()
+    if role not in ROLES:
+        raise ValueError(f"POWERON_ROLE must be one of {', '.join(ROLES)}, not {role!r}")
+    if role != "all" and not db_url.startswith("postgresql"):
+        raise ValueError(f"POWERON_ROLE={role} needs PostgreSQL (POWERON_DB_URL=postgresql+psycopg://…): "
+                         "with SQLite one process does everything (POWERON_ROLE=all)")
+    return role
 
 
 def _url(name: str, default: str) -> str:
@@ -399,8 +429,9 @@ def get_settings() -> Settings:
     default_db = f"sqlite:///{data_dir / 'poweron.db'}"
     ai_timeout = float(os.environ.get("POWERON_AI_TIMEOUT_SECONDS") or "60")
     ai_providers = _ai_providers("POWERON_AI_PROVIDERS", ai_timeout)
+    db_url = _normalise_db_url(os.environ.get("POWERON_DB_URL") or default_db)
     return Settings(
-        db_url=_normalise_db_url(os.environ.get("POWERON_DB_URL") or default_db),
+        db_url=db_url,
         data_dir=data_dir,
         secret_key=_secret_key(data_dir),
         admin_user=os.environ.get("POWERON_ADMIN_USER") or "admin",
@@ -448,6 +479,9 @@ def get_settings() -> Settings:
         graph_max_pages=_count("POWERON_GRAPH_MAX_PAGES", 20),
         graph_max_retries=_count("POWERON_GRAPH_MAX_RETRIES", 4),
         graph_max_wait_seconds=_seconds("POWERON_GRAPH_MAX_WAIT_SECONDS", 60.0, zero_ok=True),
+        role=_role(db_url),
+        worker_heartbeat_seconds=_seconds("POWERON_WORKER_HEARTBEAT_SECONDS", 5.0),
+        worker_timeout_seconds=_seconds("POWERON_WORKER_TIMEOUT_SECONDS", 30.0),
     )
 
 
