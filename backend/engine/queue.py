@@ -182,7 +182,7 @@ class SharedQueue(RunQueue):
             deferrer.defer(run_id=run_id)
             return
         try:
-            with session.begin_nested():  # a refused insert must not abort the caller's transaction
+            with connection.transaction():  # a savepoint: a refused insert must not abort the caller's transaction
                 deferrer.defer(run_id=run_id)
         except exceptions.AlreadyEnqueued:
             pass  # a job of this run waits already: it executes from the committed state
@@ -331,6 +331,7 @@ class _Consumer:
 
 _queue: RunQueue | None = None
 _queue_url: str | None = None
+_stopping_queue: RunQueue | None = None
 _queue_lock = threading.Lock()
 
 
@@ -368,7 +369,7 @@ def wait_for_rest(run_id: str, seconds: float | None = None) -> None:
 
 def draining() -> bool:
     """True once this process stops taking runs: a run hands itself back between steps."""
-    queue = _queue
+    queue = _queue or _stopping_queue
     return queue is not None and queue.draining()
 
 
@@ -379,11 +380,15 @@ def start_consumer() -> None:
 
 def stop_queue(wait: bool = True) -> None:
     """Stop this process's part of the queue (tests switch databases with this; a clean exit)."""
-    global _queue, _queue_url  # noqa: PLW0603
+    global _queue, _queue_url, _stopping_queue  # noqa: PLW0603
     with _queue_lock:
         queue, _queue, _queue_url = _queue, None, None
+        _stopping_queue = queue  # its runs in progress still see it draining
     if queue is not None:
-        queue.stop(wait)
+        try:
+            queue.stop(wait)
+        finally:
+            _stopping_queue = None
 
 
 def _poll_until_at_rest(run_id: str, seconds: float) -> None:
