@@ -1,4 +1,8 @@
 # PowerOn Unified: `make run` and `make test` are the whole set-up (see README.md).
+#   make run     the production build: UI and API together on http://localhost:$(PORT) (API under /api)
+#   make dev     hot reload: UI on :$(UI_PORT), API on :$(API_PORT)
+#   make worker  a process that only executes runs from the shared queue (PostgreSQL)
+#   make test, make bench, make lint, make clean
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
 
@@ -6,17 +10,25 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMPS := .stamps
+PORT ?= 3000
 UI_PORT ?= 3000
 API_PORT ?= 8000
 
 export REFLEX_USE_NPM := 1
 export REFLEX_TELEMETRY_ENABLED := false
-export REFLEX_API_URL ?= http://localhost:$(API_PORT)
-export POWERON_API_URL ?= http://localhost:$(API_PORT)
-export POWERON_UI_URL ?= http://localhost:$(UI_PORT)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run dev test bench setup setup-test system-deps lint clean
+# The URLs the app builds and prints (SSO and OAuth redirects, webhook addresses, mails) and the
+# one the browser's websocket uses: one port for make run, two for make dev; the environment wins.
+run: export REFLEX_API_URL ?= http://localhost:$(PORT)
+run: export POWERON_API_URL ?= http://localhost:$(PORT)
+run: export POWERON_UI_URL ?= http://localhost:$(PORT)
+dev: export REFLEX_API_URL ?= http://localhost:$(API_PORT)
+dev: export POWERON_API_URL ?= http://localhost:$(API_PORT)
+dev: export POWERON_UI_URL ?= http://localhost:$(UI_PORT)
+worker: export POWERON_ROLE := worker
+
+.PHONY: run dev worker test bench setup setup-test system-deps lint clean
 
 $(STAMPS)/venv: requirements.txt
 	@mkdir -p $(STAMPS)
@@ -49,21 +61,29 @@ setup: system-deps $(STAMPS)/venv $(STAMPS)/node $(STAMPS)/frontend
 setup-test: system-deps $(STAMPS)/venv-dev $(STAMPS)/node $(STAMPS)/frontend
 	scripts/ensure_test_deps.sh
 
-# make run watches no source folder (an empty one), so the backend never restarts under you;
-# make dev reloads on code changes. Both keep the SQLite folder out of the watch: its -wal
-# and -shm files change on every write.
+# make run: Reflex's production mode. Every start compiles the app and builds the frontend bundle
+# (Vite, some 10 s), so what it serves is always the sources as they are; it serves the bundle and
+# the backend on one port and never reloads under you. GRANIAN_WORKERS backend worker processes
+# (Reflex's default: 1, with REFLEX_REDIS_URL 2 x CPUs + 1, at most 8; rxconfig.py keeps 1 unless
+# PostgreSQL and Redis are configured). make dev: the Vite dev server and hot reload on code
+# changes, the SQLite folder and the tests kept out of the watch.
 run: setup
-	@mkdir -p $(STAMPS)/no-reload data
-	@echo "PowerOn: UI http://localhost:$(UI_PORT)  API http://localhost:$(API_PORT)/api/health"
-	REFLEX_HOT_RELOAD_OVERRIDE_PATHS=$(CURDIR)/$(STAMPS)/no-reload \
+	@mkdir -p data
+	@echo "PowerOn: building the production frontend, then serving UI and API on http://localhost:$(PORT)" \
+	  "(API http://localhost:$(PORT)/api/health, docs /api/docs)"
 	PATH="$$(cat $(STAMPS)/node.path):$$PATH" exec scripts/supervise.sh \
-	  $(VENV)/bin/reflex run --frontend-port $(UI_PORT) --backend-port $(API_PORT) --loglevel warning
+	  $(VENV)/bin/reflex run --env prod --frontend-port $(PORT) --backend-port $(PORT) --loglevel warning
 
 dev: setup
 	@mkdir -p data
+	@echo "PowerOn (dev, hot reload): UI http://localhost:$(UI_PORT)  API http://localhost:$(API_PORT)/api/health"
 	REFLEX_HOT_RELOAD_EXCLUDE_PATHS=$(CURDIR)/data:$(CURDIR)/tests \
 	PATH="$$(cat $(STAMPS)/node.path):$$PATH" exec scripts/supervise.sh \
 	  $(VENV)/bin/reflex run --frontend-port $(UI_PORT) --backend-port $(API_PORT) --loglevel info
+
+# A run-queue worker (backend/worker.py): executes runs, serves no HTTP; needs POWERON_DB_URL on PostgreSQL.
+worker: setup
+	exec $(PY) -m backend.worker
 
 test: setup-test
 	PATH="$$(cat $(STAMPS)/node.path):$$PATH" scripts/run_tests.sh $(PYTEST_ARGS)

@@ -150,7 +150,7 @@ class Settings:
     oidc_mandate: str = "Default"
     oidc_roles: tuple[str, ...] = ("user",)
     ui_url: str = "http://localhost:3000"
-    api_url: str = "http://localhost:8000"
+    api_url: str = "http://localhost:3000"
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     ai_model: str | None = None
@@ -443,7 +443,7 @@ def get_settings() -> Settings:
         oidc_mandate=_text("POWERON_OIDC_MANDATE") or "Default",
         oidc_roles=_csv(os.environ.get("POWERON_OIDC_ROLES"), default=("user",)),
         ui_url=_text("POWERON_UI_URL", rstrip="/") or "http://localhost:3000",
-        api_url=_text("POWERON_API_URL", rstrip="/") or "http://localhost:8000",
+        api_url=_text("POWERON_API_URL", rstrip="/") or "http://localhost:3000",
         openai_api_key=_text("OPENAI_API_KEY"),
         openai_base_url=_text("OPENAI_BASE_URL", rstrip="/"),
         ai_model=_text("POWERON_AI_MODEL"),

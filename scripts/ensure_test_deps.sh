@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System packages the test suite uses: Chromium (Playwright drives the system browser),
-# PostgreSQL (the persistence tests start a throw-away server), and bubblewrap plus the system
+# PostgreSQL (the persistence tests start a throw-away server), Redis (the multi-worker tests start
+# a throw-away redis-server for Reflex's shared UI state), and bubblewrap plus the system
 # python3 (the script.python sandbox runs code with them). Installed with apt when root.
 # bubblewrap and python3 are the product's own needs: scripts/ensure_run_deps.sh (make's
 # system-deps, run before this) installs them already; here they are only required, so a test run
@@ -9,6 +10,7 @@ set -euo pipefail
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 [ -x /usr/bin/python3 ] || missing+=(python3)
 [ ${#missing[@]} -eq 0 ] && exit 0

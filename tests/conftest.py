@@ -15,6 +15,9 @@ Sections (add new fixtures to the section they belong to, or start a new one):
    feature instance, workflow, version, run).
 5. Scripted AI provider: ``ai_server`` starts tests/ai_server.py's OpenAI-compatible server on
    127.0.0.1 and points OPENAI_BASE_URL / OPENAI_API_KEY / POWERON_AI_MODEL at it.
+6. Redis server: ``redis_url`` starts a private, throw-away ``redis-server`` (no persistence) on a
+   free 127.0.0.1 port for the test session, installing Debian's ``redis-server`` when missing and
+   running as root; the tests that need it are skipped, saying why, when it cannot be had.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -376,3 +380,79 @@ def ai_server(monkeypatch: pytest.MonkeyPatch):
     finally:
         server.stop()
         reset_settings_cache()
+
+
+# --- 6. Redis server ------------------------------------------------------------------------
+
+
+def _install_redis() -> str:
+    """apt-get install redis-server (updating the package lists when needed); returns a log."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "redis-server"]
+    result = subprocess.run(install, capture_output=True, text=True, env=env)
+    if result.returncode == 0:
+        return result.stdout
+    update = subprocess.run(["apt-get", "update", "-q"], capture_output=True, text=True, env=env)
+    result = subprocess.run(install, capture_output=True, text=True, env=env)
+    return update.stdout + update.stderr + result.stdout + result.stderr
+
+
+def _redis_binary() -> tuple[str | None, str]:
+    """The redis-server executable (installed when missing and root), or None and why not."""
+    found = shutil.which("redis-server")
+    if found:
+        return found, ""
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return None, "redis-server is not installed (install Debian's `redis-server` package, or run as root)"
+    log = _install_redis()
+    found = shutil.which("redis-server")
+    return found, "" if found else f"`apt-get install redis-server` did not provide it:\n{log[-2000:]}"
+
+
+def _start_redis(binary: str, root: Path) -> tuple[subprocess.Popen, int]:
+    """redis-server on a free 127.0.0.1 port, answering PING; raises RuntimeError with its log."""
+    import redis
+
+    log = root / "redis.log"
+    for _attempt in range(3):  # the free port may be taken between probing and binding
+        port = _free_port()
+        process = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(root), "--logfile", str(log), "--daemonize", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        )
+        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                if client.ping():
+                    return process, port
+            except redis.RedisError:
+                time.sleep(0.1)
+        process.kill()
+        process.wait()
+    raise RuntimeError(log.read_text(errors="replace") if log.exists() else "no log")
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """`redis://127.0.0.1:<port>` of a private redis-server living as long as the test session."""
+    binary, why = _redis_binary()
+    if binary is None:
+        pytest.skip(f"Redis tests skipped: {why}")
+    root = Path(tempfile.mkdtemp(prefix="poweron-redis-"))
+    try:
+        process, port = _start_redis(binary, root)
+    except RuntimeError as error:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.fail(f"could not start redis-server ({binary}): {error}", pytrace=False)
+    try:
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        shutil.rmtree(root, ignore_errors=True)

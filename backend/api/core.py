@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, Response
@@ -32,7 +33,10 @@ router = APIRouter(prefix="/api")
 
 @router.get("/health", response_model=HealthResponse, tags=["platform"], **permission("public"))
 def health() -> JSONResponse:
-    """Liveness and database reachability; no authentication."""
+    """Liveness and database reachability; no authentication.
+
+    `pid` names the process that answered: behind one port several backend workers answer in turn.
+    """
     features = sorted(get_features())
     try:
         with session_scope() as session:
@@ -40,7 +44,8 @@ def health() -> JSONResponse:
         db = "ok"
     except Exception as exc:  # noqa: BLE001 - any failure means the database is not usable
         db = f"error: {type(exc).__name__}"
-    body = HealthResponse(status="ok" if db == "ok" else "degraded", db=db, version=__version__, features=features)
+    body = HealthResponse(status="ok" if db == "ok" else "degraded", db=db, version=__version__, features=features,
+                          pid=os.getpid())
     return JSONResponse(body.model_dump(), status_code=200 if db == "ok" else 503)
 
 

@@ -39,6 +39,7 @@ class HealthResponse(CamelModel):
     db: str
     version: str
     features: list[str]
+    pid: int
 
 
 class WorkflowCreate(StrictCamelModel):

@@ -14,7 +14,7 @@ import uuid
 import pytest
 from sqlmodel import select
 
-from backend.config import reset_settings_cache
+from backend.config import get_settings, reset_settings_cache
 from backend.db import session_scope
 from backend.db.models import FeatureInstance, Mandate, User, WebhookCall, Workflow
 from backend.engine import worker
@@ -228,7 +228,8 @@ def test_the_example_carries_a_valid_signature_for_those_who_may_change_the_work
     secret = new_secret()
     workflow_id = create_published(api, echo_graph(trigger(secret, path="/in/orders/")))
     shown = help_for("admin", workflow_id)
-    assert shown.url == f"http://localhost:8000/api/hooks/{workflow_id}/in/orders"
+    api_url = get_settings().api_url  # POWERON_API_URL: the address shown is on the public API URL
+    assert shown.url == f"{api_url}/api/hooks/{workflow_id}/in/orders"
     assert (shown.method, shown.state, shown.signed_with, shown.secret_set) == ("POST", webhook_help.LIVE,
                                                                                 "published", True)
     assert secret not in shown.example and secret.removeprefix("whsec_") not in shown.example
@@ -236,7 +237,7 @@ def test_the_example_carries_a_valid_signature_for_those_who_may_change_the_work
     assert url == shown.url and set(headers) >= {"webhook-id", "webhook-timestamp", "webhook-signature"}
     assert shown.valid_until is not None
     assert (shown.valid_until.timestamp() - int(headers["webhook-timestamp"])) == webhook_help.TOLERANCE_SECONDS
-    answer = api.client.request(method, url.removeprefix("http://localhost:8000"), content=body, headers=headers)
+    answer = api.client.request(method, url.removeprefix(api_url), content=body, headers=headers)
     assert answer.status_code == 202, answer.text
     run = wait_for_run(api, answer.json()["runId"])
     assert run["status"] == "completed" and run["input"]["body"] == webhook_help.DEFAULT_BODY
