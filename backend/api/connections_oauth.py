@@ -28,7 +28,10 @@ from backend.rbac.access import AccessContext
 log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/api/connections/oauth", tags=["connections"])
-TypeId = Annotated[str, Path(alias="type", max_length=32, description="a connection type made by consent, e.g. msft")]
+# A type id is a short lower-case name: anything else (a stranger's path) is refused with 422, never
+# echoed into a header (the cookie path of the callback).
+TypeId = Annotated[str, Path(alias="type", max_length=32, pattern=r"^[a-z][a-z0-9_-]*$",
+                             description="a connection type made by consent, e.g. msft")]
 NO_STORE = {"Cache-Control": "no-store"}
 UNEXPECTED = "connecting failed unexpectedly; the server log has the details"
 
