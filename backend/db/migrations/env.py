@@ -9,14 +9,15 @@ from backend.config import get_settings
 
 target_metadata = SQLModel.metadata
 
-# Full-text search structures that migration 0004_files creates by hand for one dialect and the
-# model does not describe: autogenerate must not offer to drop them.
-UNMODELLED_TABLE_PREFIXES = ("stored_file_fts",)  # SQLite FTS5 table and its shadow tables
+# Structures that migrations create by hand and the model does not describe, so autogenerate must
+# not offer to drop them: full-text search of 0004_files (one dialect each) and the run queue of
+# 0014_run_queue (procrastinate's own schema, PostgreSQL).
+UNMODELLED_TABLE_PREFIXES = ("stored_file_fts", "procrastinate_")  # SQLite FTS5 and its shadow tables; the queue
 UNMODELLED_NAMES = {("column", "search_vector"), ("index", "ix_stored_file_data_search")}  # PostgreSQL
 
 
 def include_name(name, type_, _parent_names) -> bool:
-    """Leave the hand-made search structures out of autogenerate's comparison."""
+    """Leave the hand-made structures out of autogenerate's comparison."""
     if type_ == "table" and name and name.startswith(UNMODELLED_TABLE_PREFIXES):
         return False
     return (type_, name) not in UNMODELLED_NAMES

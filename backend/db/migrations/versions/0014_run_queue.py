@@ -34,7 +34,23 @@ def downgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name != "postgresql":
         return
-    bind.exec_driver_sql(
-        "DROP TABLE IF EXISTS procrastinate_events, procrastinate_periodic_defers, procrastinate_jobs, "
-        "procrastinate_workers CASCADE; "
-        "DROP TYPE IF EXISTS procrastinate_job_status, procrastinate_job_event_type CASCADE")
+    # Everything the schema made: its tables, then every procrastinate function and type.
+    with bind.connection.dbapi_connection.cursor() as cursor:
+        cursor.execute("""
+            DROP TABLE IF EXISTS procrastinate_events, procrastinate_periodic_defers, procrastinate_jobs,
+                procrastinate_workers CASCADE;
+            DO $$
+            DECLARE item record;
+            BEGIN
+                FOR item IN SELECT p.oid::regprocedure AS signature FROM pg_proc p
+                        JOIN pg_namespace n ON n.oid = p.pronamespace
+                        WHERE n.nspname = current_schema() AND p.proname LIKE 'procrastinate%' LOOP
+                    EXECUTE 'DROP FUNCTION IF EXISTS ' || item.signature || ' CASCADE';
+                END LOOP;
+                FOR item IN SELECT t.typname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+                        WHERE n.nspname = current_schema() AND t.typname LIKE 'procrastinate%'
+                        AND t.typtype IN ('c', 'e') LOOP
+                    EXECUTE 'DROP TYPE IF EXISTS ' || quote_ident(item.typname) || ' CASCADE';
+                END LOOP;
+            END $$;
+        """)
