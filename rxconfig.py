@@ -16,17 +16,18 @@ import sys
 from pathlib import Path
 
 import reflex as rx
-from dotenv import dotenv_values
+from dotenv import load_dotenv
 
 WORKERS = "GRANIAN_WORKERS"
 
+# The project's .env counts as environment for Reflex too (REFLEX_REDIS_URL, GRANIAN_WORKERS), as it does
+# for backend/config.py; variables already set win.
+load_dotenv(Path(__file__).resolve().parent / ".env", override=False)
+
 
 def _setting(name: str) -> str:
-    """A variable from the environment, else from the project's .env file (as backend/config.py reads it)."""
-    value = os.environ.get(name)
-    if value is None:
-        value = dotenv_values(Path(__file__).resolve().parent / ".env").get(name)
-    return (value or "").strip()
+    """A variable from the environment (which holds the .env file's too)."""
+    return (os.environ.get(name) or "").strip()
 
 
 def _one_worker_unless_shared() -> None:
