@@ -261,6 +261,7 @@ class _Consumer:
         self.app.task(name=TASK_NAME, queue=QUEUE_NAME)(execute_job)
         self.concurrency = settings.run_threads
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.worker: Any = None  # procrastinate's Worker, made on the consumer's loop
         self.worker_task: asyncio.Task[Any] | None = None
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self._main, name="poweron-run-queue", daemon=True)
@@ -282,21 +283,38 @@ class _Consumer:
             self.ready.set()
 
     async def _serve(self) -> None:
+        from procrastinate.worker import Worker
+
         self.loop = asyncio.get_running_loop()
         async with self.app.open_async():
-            self.worker_task = asyncio.create_task(self.app.run_worker_async(
-                queues=[QUEUE_NAME], concurrency=self.concurrency, name=f"poweron-{id(self):x}",
+            self.worker = Worker(
+                app=self.app, queues=[QUEUE_NAME], concurrency=self.concurrency, name=f"poweron-{id(self):x}",
                 install_signal_handlers=False, listen_notify=True, delete_jobs="successful",
                 update_heartbeat_interval=self.heartbeat, stalled_worker_timeout=self.timeout,
-                fetch_job_polling_interval=max(1.0, self.heartbeat)))
-            takeover = asyncio.create_task(self._take_over_stalled())
+                fetch_job_polling_interval=max(1.0, self.heartbeat))
+            self.worker_task = asyncio.create_task(self.worker.run())
+            side_tasks = [asyncio.create_task(self._take_over_stalled()), asyncio.create_task(self._keep_alive())]
             self.ready.set()
             try:
                 await self.worker_task
             except asyncio.CancelledError:
                 pass  # stopped: procrastinate let the jobs in progress finish first
             finally:
-                takeover.cancel()
+                for task in side_tasks:
+                    task.cancel()
+
+    async def _keep_alive(self) -> None:
+        """Heartbeat on our own as well: procrastinate stops its heartbeat when asked to stop, while
+        the jobs in progress still finish their step; without it another worker would take over a
+        run whose step is still being executed here."""
+        while True:
+            await asyncio.sleep(self.heartbeat)
+            worker_id = self.worker.worker_id if self.worker is not None else None
+            if worker_id is not None:
+                try:
+                    await self.app.job_manager.update_heartbeat(worker_id)
+                except Exception:  # noqa: BLE001 - the worker's own heartbeat may still get through
+                    log.warning("run queue heartbeat failed", exc_info=True)
 
     async def _take_over_stalled(self) -> None:
         """Every heartbeat: jobs of workers silent for longer than the timeout go back to the queue,
@@ -320,9 +338,9 @@ class _Consumer:
 
     def stop(self, wait: bool) -> None:
         """Stop fetching jobs; with `wait`, let running ones finish (they hand their run back)."""
-        loop, task = self.loop, self.worker_task
-        if loop is not None and task is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(task.cancel)
+        loop, worker = self.loop, self.worker
+        if loop is not None and worker is not None and not loop.is_closed():
+            worker.stop()  # thread-safe: it wakes the worker's loop
         if wait:
             self.thread.join(timeout=120)
 
