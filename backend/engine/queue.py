@@ -369,6 +369,10 @@ def enqueue(session: Session, run_id: str, new: bool = False) -> None:
 
     In a process that executes runs (role `all`), the shared queue's consumer starts with the
     first run handed on."""
+    stopping = _stopping_queue
+    if stopping is not None:  # a run handing itself back while this process stops: no new queue, no consumer
+        stopping.enqueue(session, run_id, new)
+        return
     queue = get_queue()
     queue.enqueue(session, run_id, new)
     if get_settings().role == "all":
@@ -387,7 +391,7 @@ def wait_for_rest(run_id: str, seconds: float | None = None) -> None:
 
 def draining() -> bool:
     """True once this process stops taking runs: a run hands itself back between steps."""
-    queue = _queue or _stopping_queue
+    queue = _stopping_queue or _queue
     return queue is not None and queue.draining()
 
 
