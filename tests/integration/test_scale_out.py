@@ -1,0 +1,254 @@
+"""Scale-out (issue 18) with real processes on PostgreSQL: two API processes and two workers.
+
+The cluster (tests/scale_cluster.py) is started once for this module on its own database, cloned
+from the session's migrated template: ``POWERON_ROLE=api python -m backend.runtime`` twice (each on
+its own port) and ``python -m backend.worker`` twice, all at once, as README "Scaling out" tells a
+user to. Every test first makes sure two workers are alive (a test that kills one starts its
+replacement through this check). Workers beat every second and are taken for dead after 3 s.
+
+What a user notices is asserted: every call answered 202 with its own run, every run `completed`,
+every node of a run completed exactly once (its RunStepLog rows), a task completed through one
+API process finishing its run on a worker, a schedule firing once per fire time. Waits are polls
+with a timeout; on a failure the end of every process's log is shown.
+
+PostgreSQL only (the shared queue needs it): marked ``postgres``; it does not use ``db_url``, so
+the SQLite parametrisation does not apply.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.trigger_support import new_secret, sign
+from tests.scale_cluster import Api, Cluster, Process, chain_graph, create_workflow, transform, wait_until
+
+pytestmark = pytest.mark.postgres
+
+CLUSTER_ENV = {
+    "POWERON_WORKER_HEARTBEAT_SECONDS": "1",
+    "POWERON_WORKER_TIMEOUT_SECONDS": "3",
+    "POWERON_TIMER_INTERVAL_SECONDS": "0.2",
+    "POWERON_SCHEDULER_LEASE_SECONDS": "2",
+    "POWERON_SCHEDULER_STARTUP_DELAY_SECONDS": "0",
+    "POWERON_SCHEDULER_MISFIRE_GRACE_SECONDS": "30",
+}
+FINISHED = ("completed", "failed", "cancelled")
+BURST = 500
+SENDERS = 8
+
+
+@pytest.fixture(scope="module")
+def cluster(postgres_server, _postgres_template, tmp_path_factory) -> Iterator[Cluster]:
+    """2 API processes and 2 workers, started at once on a fresh database; stopped after the module."""
+    name = f"scale_{uuid.uuid4().hex[:12]}"
+    postgres_server.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_postgres_template}"')
+    root: Path = tmp_path_factory.mktemp("scale-cluster")
+    try:
+        with Cluster(postgres_server.url(name), root, env=CLUSTER_ENV) as started:
+            started.start(apis=2, workers=2)
+            yield started
+    finally:
+        postgres_server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def apis(cluster: Cluster) -> tuple[Process, Process]:
+    """The two API processes (alive); two live workers are made sure of first."""
+    live = [p for p in cluster.processes if p.role == "worker" and p.running]
+    if len(live) < 2:
+        cluster.start_workers(2 - len(live))
+    first, second = (p for p in cluster.processes if p.role == "api")
+    cluster.assert_running(first)
+    cluster.assert_running(second)
+    return first, second
+
+
+def workers(cluster: Cluster) -> list[Process]:
+    return [p for p in cluster.processes if p.role == "worker" and p.running]
+
+
+# --- reading the database -------------------------------------------------------------------------
+
+
+def runs_of(cluster: Cluster, workflow_id: str) -> dict[str, str]:
+    """{run id: status} of every run of the workflow."""
+    return dict(cluster.query("SELECT id, status FROM workflow_run WHERE workflow_id = %(w)s", w=workflow_id))
+
+
+def all_finished(cluster: Cluster, workflow_id: str, count: int) -> dict[str, str] | None:
+    runs = runs_of(cluster, workflow_id)
+    return runs if len(runs) >= count and all(s in FINISHED for s in runs.values()) else None
+
+
+def completed_steps(cluster: Cluster, workflow_id: str) -> Counter:
+    """Counter of (run id, node id) over the completed RunStepLog rows of the workflow's runs."""
+    rows = cluster.query("SELECT s.run_id, s.node_id FROM run_step_log s JOIN workflow_run r ON r.id = s.run_id "
+                         "WHERE r.workflow_id = %(w)s AND s.status = 'completed'", w=workflow_id)
+    return Counter((run_id, node_id) for run_id, node_id in rows)
+
+
+def assert_each_node_completed_once(cluster: Cluster, workflow_id: str, run_ids: set[str],
+                                    node_ids: list[str]) -> None:
+    steps = completed_steps(cluster, workflow_id)
+    twice = {key: n for key, n in steps.items() if n > 1}
+    assert twice == {}, f"steps completed more than once: {list(twice.items())[:10]}"
+    missing = [(run, node) for run in run_ids for node in node_ids if steps[(run, node)] != 1]
+    assert missing == [], f"{len(missing)} steps not completed, e.g. {missing[:10]}"
+
+
+# --- webhooks -------------------------------------------------------------------------------------
+
+
+def webhook_trigger(secret: str) -> dict[str, Any]:
+    return {"type": "trigger.webhook", "parameters": {"path": "orders", "method": "POST", "secret": secret}}
+
+
+def send_webhooks(ports: list[Process], workflow_id: str, secret: str, count: int) -> list[httpx.Response]:
+    """`count` signed calls, each with its own webhook-id, call i to API process i % len(ports)."""
+    clients = [httpx.Client(base_url=p.url, timeout=60) for p in ports]
+
+    def call(n: int) -> httpx.Response:
+        body = json.dumps({"order": n}).encode()
+        return clients[n % len(clients)].post(f"/api/hooks/{workflow_id}/orders", content=body,
+                                              headers=sign(secret, body))
+
+    try:
+        with ThreadPoolExecutor(SENDERS) as pool:
+            return list(pool.map(call, range(count)))
+    finally:
+        for client in clients:
+            client.close()
+
+
+def accepted_run_ids(responses: list[httpx.Response]) -> list[str]:
+    answers = Counter(r.status_code for r in responses)
+    assert answers == {202: len(responses)}, f"answers {dict(answers)}: {responses[0].text[:300]}"
+    return [r.json()["runId"] for r in responses]
+
+
+def test_500_webhook_runs_across_two_api_processes_each_complete_exactly_once(cluster, apis):
+    secret = new_secret()
+    workflow_id = create_workflow(cluster.api(apis[0]), chain_graph(webhook_trigger(secret),
+                                                                   [transform("a", 1), transform("b", 2)]))
+    run_ids = accepted_run_ids(send_webhooks(list(apis), workflow_id, secret, BURST))
+    assert len(set(run_ids)) == BURST  # one run per call, none answered with another call's run
+    runs = wait_until(lambda: all_finished(cluster, workflow_id, BURST), 150, f"{BURST} runs to finish",
+                      interval=0.25, details=cluster.tails)
+    assert set(runs) == set(run_ids)  # no run started twice for one call, none without a call
+    assert Counter(runs.values()) == {"completed": BURST}
+    assert_each_node_completed_once(cluster, workflow_id, set(run_ids), ["start", "a", "b"])
+
+
+# --- a worker killed mid-burst --------------------------------------------------------------------
+
+
+def sleeper(node_id: str, seconds: float) -> dict[str, Any]:
+    """A script.python node that takes `seconds` (in its sandbox): a step a kill can interrupt."""
+    return {"id": node_id, "type": "script.python",
+            "parameters": {"code": f"import time\ntime.sleep({seconds})\noutput = '{node_id} done'"}}
+
+
+def busy_workers(cluster: Cluster) -> int:
+    """Workers holding a job right now (procrastinate_jobs in status 'doing')."""
+    return int(cluster.query("SELECT count(DISTINCT worker_id) FROM procrastinate_jobs "
+                             "WHERE status = 'doing'")[0][0])
+
+
+def test_a_worker_killed_mid_burst_loses_no_run_and_repeats_no_completed_step(cluster, apis):
+    secret = new_secret()
+    nodes = [sleeper("s1", 0.3), transform("t1", 1), sleeper("s2", 0.3), transform("t2", 2)]
+    workflow_id = create_workflow(cluster.api(apis[0]), chain_graph(webhook_trigger(secret), nodes))
+    count = 40
+    run_ids = accepted_run_ids(send_webhooks(list(apis), workflow_id, secret, count))
+    wait_until(lambda: busy_workers(cluster) >= 2, 60, "both workers to be executing runs",
+               details=cluster.tails)
+    victim, survivor = workers(cluster)[:2]
+    victim.kill()
+    assert len(completed_steps(cluster, workflow_id)) < count * 5, "the burst was over before the kill"
+    runs = wait_until(lambda: all_finished(cluster, workflow_id, count), 120,
+                      "every run to finish on the surviving worker", interval=0.25, details=cluster.tails)
+    cluster.assert_running(survivor)
+    assert Counter(runs.values()) == {"completed": count}, runs
+    assert set(runs) == set(run_ids)
+    assert_each_node_completed_once(cluster, workflow_id, set(run_ids), ["start", "s1", "t1", "s2", "t2"])
+
+
+# --- a paused run resumed through one API process -------------------------------------------------
+
+
+def read_run(api: Api, run_id: str) -> dict[str, Any]:
+    response = api.client.get(f"{api.base()}/runs/{run_id}", headers=api.auth)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def queued_jobs(cluster: Cluster, run_id: str) -> list[str]:
+    """Statuses of the run's jobs in the shared queue (procrastinate deletes a job once it succeeded)."""
+    return [row[0] for row in cluster.query("SELECT status FROM procrastinate_jobs WHERE args->>'run_id' = %(r)s",
+                                            r=run_id)]
+
+
+def test_a_task_completed_through_api_process_a_resumes_its_run_on_a_worker(cluster, apis):
+    first, second = (cluster.api(p) for p in apis)
+    me = first.client.get("/api/me", headers=first.auth).json()["id"]
+    graph = {"nodes": [{"id": "start", "type": "trigger.manual", "parameters": {}},
+                       {"id": "ask", "type": "input.approval",
+                        "parameters": {"title": "Approve the order", "assignee": {"user": me}}},
+                       transform("done", 1)],
+             "edges": [{"source": "start", "target": "ask"},
+                       {"source": "ask", "target": "done", "sourceHandle": "approved"}]}
+    workflow_id = create_workflow(first, graph)
+    started = second.client.post(f"{second.base()}/workflows/{workflow_id}/runs", json={"input": {}},
+                                 headers=second.auth)
+    assert started.status_code == 201, started.text
+    run_id = started.json()["id"]
+    wait_until(lambda: read_run(second, run_id)["status"] == "paused", 60, "the run to pause at its task",
+               details=cluster.tails)
+    # No worker while the task is completed: the API process only enqueues (SIGTERM: a graceful stop).
+    for worker in workers(cluster):
+        assert worker.stop() == 0, f"{worker.name} did not stop gracefully:\n{worker.tail()}"
+    tasks = first.client.get("/api/tasks", params={"status": "pending"}, headers=first.auth).json()
+    task = next(t for t in tasks if t["runId"] == run_id)
+    done = first.client.post(f"/api/tasks/{task['id']}/complete", json={"data": {"approved": True}},
+                             headers=first.auth)
+    assert done.status_code == 200, done.text
+    assert read_run(first, run_id)["status"] == "running"
+    assert queued_jobs(cluster, run_id) == ["todo"]
+    cluster.start_workers(1)
+    run = wait_until(lambda: (r := read_run(first, run_id))["status"] in FINISHED and r, 60,
+                     "the resumed run to finish on the new worker", details=cluster.tails)
+    assert run["status"] == "completed", run
+    assert run["output"]["done"]["result"] == "1"
+    assert_each_node_completed_once(cluster, workflow_id, {run_id}, ["start", "ask", "done"])
+
+
+# --- a schedule with two API processes ------------------------------------------------------------
+
+
+def test_a_schedule_fires_once_per_fire_time_with_two_api_processes(cluster, apis):
+    api = cluster.api(apis[1])
+    graph = chain_graph({"type": "trigger.schedule", "parameters": {"cron": "* * * * * *"}}, [transform("t", 1)])
+    workflow_id = create_workflow(api, graph)
+    wait_until(lambda: len(runs_of(cluster, workflow_id)) >= 6, 60, "six scheduled runs", interval=0.2,
+               details=cluster.tails)
+    stopped = api.client.patch(f"{api.base()}/workflows/{workflow_id}", json={"active": False}, headers=api.auth)
+    assert stopped.status_code == 200, stopped.text
+    runs = wait_until(lambda: all_finished(cluster, workflow_id, 6), 60, "the scheduled runs to finish",
+                      interval=0.2, details=cluster.tails)
+    fire_times = Counter(row[0] for row in cluster.query(
+        "SELECT input->>'scheduledAt' FROM workflow_run WHERE workflow_id = %(w)s", w=workflow_id))
+    assert None not in fire_times
+    assert [t for t, n in fire_times.items() if n > 1] == [], f"fire times that ran twice: {fire_times}"
+    assert Counter(runs.values()) == {"completed": len(runs)}
+    assert_each_node_completed_once(cluster, workflow_id, set(runs), ["start", "t"])
+    for process in apis:
+        cluster.assert_running(process)
