@@ -12,13 +12,18 @@ Per configuration, CALLS signed webhook calls (Standard Webhooks) of a 10-node w
 asyncio, CONCURRENCY connections each, alternating over the API processes), so the load does not
 share a GIL, nor a process, with a server. Reported:
 
-- accepted/s: 202 answers per second of sending;
-- executed/s: runs completed per second, from the first run's start to the last run's end;
+- accepted/s: 202 answers per second of sending (next to it, GET /api/health per second with the
+  same load processes: the HTTP ceiling of the machine as loaded at that moment);
+- executed/s: runs finished per second, from the first step of the first run to the end of the
+  last run;
 - latency p50/p99: start (the run row's started_at, written when the call is accepted) to finish
   (finished_at) of each 10-node run under that load.
 
+The last configuration starts its workers only after the burst: intake alone, then how fast two
+workers drain a backlog.
+
 Then the per-node overhead on PostgreSQL: one run of a CHAIN-node chain of context.transform nodes
-through an idle 1 API + 1 worker cluster, (finished_at − started_at) / nodes.
+through an idle 1 API + 1 worker cluster: first step's start to last step's end, per step.
 
 Targets on the 2-core reference machine: ≥ 250 accepted webhook calls/s with 2 API processes;
 executed/s (2 API + 2 workers) not lower than the single-process figure; per-node overhead ≤ 2 ms.
@@ -52,9 +57,13 @@ SHORT_NODES = 10
 FINISH_SECONDS = 600.0
 ACCEPTED_TARGET = 250
 NODE_TARGET_MS = 2.0
-# (label, API processes, workers); 0 API processes means one POWERON_ROLE=all process.
-CONFIGS = (("1 process (role all)", 0, 0), ("1 API + 1 worker", 1, 1), ("1 API + 2 workers", 1, 2),
-           ("2 API + 1 worker", 2, 1), ("2 API + 2 workers", 2, 2))
+# (label, API processes, workers, workers started only after the burst); 0 API processes means one
+# POWERON_ROLE=all process. The last row measures intake alone (no run executes while calls arrive)
+# and then how fast two workers drain the backlog.
+CONFIGS = (("1 process (role all)", 0, 0, False), ("1 API + 1 worker", 1, 1, False),
+           ("1 API + 2 workers", 1, 2, False), ("2 API + 1 worker", 2, 1, False), ("2 API + 2 workers", 2, 2, False),
+           ("2 API, then 2 workers", 2, 2, True))
+HEALTH_CALLS = 1000
 
 
 # --- the load generator (runs in its own processes) ---------------------------------------------
@@ -101,6 +110,29 @@ async def send_all(urls: list[str], calls: list[tuple[bytes, dict[str, str]]]) -
     return statuses, latencies
 
 
+async def get_all(urls: list[str], count: int) -> None:
+    """GET every url in turn `count` times, CONCURRENCY at a time (the calibration)."""
+    import httpx
+
+    left = list(range(count))
+    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+        async def sender(url: str) -> None:
+            while left:
+                left.pop()
+                await client.get(url)
+
+        await asyncio.gather(*(sender(urls[i % len(urls)]) for i in range(CONCURRENCY)))
+
+
+def health_load(urls: list[str], count: int, start_at: float) -> tuple[float, float]:
+    """One load-generator process sending `count` GET /api/health; (wall-clock start, end)."""
+    time.sleep(max(0.0, start_at - time.time()))
+    began = time.time()
+    asyncio.run(get_all(urls, count))
+    return began, time.time()
+
+
 def load(urls: list[str], secret: str, count: int, offset: int, start_at: float) -> tuple[float, float, Counter,
                                                                                           list[float]]:
     """One load-generator process: sign `count` calls, wait for `start_at` (wall clock), send them.
@@ -130,6 +162,15 @@ def burst(pool, urls: list[str], secret: str, count: int) -> tuple[float, Counte
         latencies.extend(waited)
     elapsed = max(r[1] for r in results) - min(r[0] for r in results)
     return elapsed, statuses, latencies
+
+
+def ceiling(pool, urls: list[str]) -> float:
+    """GET /api/health per second with the same load processes: what the machine allows as loaded now."""
+    start_at = time.time() + 1.0
+    futures = [pool.submit(health_load, urls[i % len(urls):] + urls[:i % len(urls)], HEALTH_CALLS // LOADERS,
+                           start_at) for i in range(LOADERS)]
+    results = [future.result() for future in futures]
+    return HEALTH_CALLS // LOADERS * LOADERS / (max(r[1] for r in results) - min(r[0] for r in results))
 
 
 # --- the bench (main process) ---------------------------------------------------------------------
@@ -190,41 +231,54 @@ def start_cluster(cluster, apis: int, workers: int) -> list:
     return [first, *more]
 
 
-def measure(pool, server, template: str, label: str, apis: int, workers: int, root: Path) -> dict:
+def run_times(cluster, workflow_id: str, skip: set[str]) -> list[tuple]:
+    """(id, status, started_at, first step's start, finished_at) of the workflow's runs not in `skip`."""
+    rows = cluster.query(
+        "SELECT r.id, r.status, r.started_at, min(s.started_at), r.finished_at FROM workflow_run r "
+        "LEFT JOIN run_step_log s ON s.run_id = r.id WHERE r.workflow_id = %(w)s GROUP BY r.id", w=workflow_id)
+    return [row for row in rows if row[0] not in skip]
+
+
+def measure(pool, server, template: str, config: tuple, root: Path) -> dict:
     """One configuration: a fresh database and cluster, a warm-up, the burst, the runs' finish."""
     from tests.scale_cluster import Cluster, create_workflow, wait_until
 
+    label, apis, workers, late = config
     database = f"bench_{uuid.uuid4().hex[:12]}"
     server.execute(f'CREATE DATABASE "{database}" TEMPLATE "{template}"')
     secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
     env = {"POWERON_WORKER_HEARTBEAT_SECONDS": "2", "POWERON_WORKER_TIMEOUT_SECONDS": "10"}
     try:
         with Cluster(server.url(database), root / database, env=env) as cluster:
-            servers = start_cluster(cluster, apis, workers)
+            servers = start_cluster(cluster, apis, 0 if late else workers)
             workflow_id = create_workflow(cluster.api(servers[0]), webhook_graph(secret))
             urls = [f"{p.url}/api/hooks/{workflow_id}/bench" for p in servers]
             burst(pool, urls, secret, WARM_UP)
-            wait_until(lambda: len(finished_runs(cluster, workflow_id)) >= WARM_UP, FINISH_SECONDS,
-                       "the warm-up runs", interval=0.2, details=cluster.tails)
-            warm = {row[0] for row in cluster.query("SELECT id FROM workflow_run WHERE workflow_id = %(w)s",
-                                                    w=workflow_id)}
+            if late:  # the warm-up waits in the queue with the burst's runs
+                warm: set[str] = set()
+            else:
+                wait_until(lambda: len(finished_runs(cluster, workflow_id)) >= WARM_UP, FINISH_SECONDS,
+                           "the warm-up runs", interval=0.2, details=cluster.tails)
+                warm = {row[0] for row in run_times(cluster, workflow_id, set())}
+            health = ceiling(pool, [f"{p.url}/api/health" for p in servers])
             elapsed, statuses, latencies = burst(pool, urls, secret, CALLS)
             accepted = statuses.get(202, 0)
-            wait_until(lambda: len(finished_runs(cluster, workflow_id)) >= len(warm) + accepted, FINISH_SECONDS,
-                       f"{accepted} runs to finish", interval=0.25, details=cluster.tails)
-            rows = [r for r in cluster.query(
-                "SELECT id, status, started_at, finished_at FROM workflow_run WHERE workflow_id = %(w)s",
-                w=workflow_id) if r[0] not in warm]
+            expected = accepted + (WARM_UP if late else 0)
+            if late:
+                cluster.start_workers(workers)
+            wait_until(lambda: len(finished_runs(cluster, workflow_id)) >= len(warm) + expected, FINISH_SECONDS,
+                       f"{expected} runs to finish", interval=0.25, details=cluster.tails)
+            rows = run_times(cluster, workflow_id, warm)
     finally:
         server.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-    first_start = min(r[2] for r in rows)
-    last_finish = max(r[3] for r in rows)
-    durations = [(r[3] - r[2]).total_seconds() for r in rows]
-    return {"label": label, "apis": apis, "calls": CALLS, "accepted": accepted, "elapsed": elapsed,
-            "statuses": dict(statuses), "call_p50": statistics.median(latencies) * 1000,
-            "executed": len(rows) / (last_finish - first_start).total_seconds(),
-            "completed": sum(1 for r in rows if r[1] == "completed"), "run_p50": statistics.median(durations),
-            "run_p99": percentile(durations, 0.99)}
+    first_step = min(r[3] for r in rows)
+    last_finish = max(r[4] for r in rows)
+    durations = [(r[4] - r[2]).total_seconds() for r in rows]
+    return {"label": label, "apis": apis, "late": late, "calls": CALLS, "accepted": accepted, "elapsed": elapsed,
+            "statuses": dict(statuses), "call_p50": statistics.median(latencies) * 1000, "health": health,
+            "executed": len(rows) / (last_finish - first_step).total_seconds(),
+            "completed": sum(1 for r in rows if r[1] == "completed"), "runs": len(rows),
+            "run_p50": statistics.median(durations), "run_p99": percentile(durations, 0.99)}
 
 
 def node_overhead(server, template: str, root: Path) -> float:
@@ -252,20 +306,26 @@ def node_overhead(server, template: str, root: Path) -> float:
                                      r=run_id)
                 return rows[0] if rows[0][0] in ("completed", "failed", "cancelled") else None
 
-            status, began, ended = wait_until(finished, FINISH_SECONDS, "the chain run", interval=0.2,
-                                              details=cluster.tails)
+            status, _began, _ended = wait_until(finished, FINISH_SECONDS, "the chain run", interval=0.2,
+                                                details=cluster.tails)
             assert status == "completed", f"the chain run ended {status}\n{cluster.tails()}"
-            return (ended - began).total_seconds() * 1000 / (CHAIN + 1)
+            # From the first step's start to the last step's end: the engine's time, not the queue's.
+            steps, first, last = cluster.query("SELECT count(*), min(started_at), max(finished_at) FROM run_step_log "
+                                               "WHERE run_id = %(r)s AND status = 'completed'", r=run_id)[0]
+            assert steps == CHAIN + 1, f"{steps} steps completed of {CHAIN + 1}"
+            return (last - first).total_seconds() * 1000 / steps
     finally:
         server.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
 def report(result: dict) -> None:
+    latency = ("n/a (queued until the workers start)" if result["late"] else
+               f"p50 {result['run_p50']:.2f} s, p99 {result['run_p99']:.2f} s")
     print(f"scale: {result['label']:<22} {result['accepted']:>5}/{result['calls']} accepted in "
-          f"{result['elapsed']:.2f} s = {result['accepted'] / result['elapsed']:6.0f} accepted/s "
-          f"(call p50 {result['call_p50']:.0f} ms); {result['executed']:6.1f} executed/s "
-          f"({result['completed']} completed); {SHORT_NODES}-node run start→finish p50 {result['run_p50']:.2f} s, "
-          f"p99 {result['run_p99']:.2f} s; answers {result['statuses']}", flush=True)
+          f"{result['elapsed']:.2f} s = {result['accepted'] / result['elapsed']:4.0f} accepted/s "
+          f"(call p50 {result['call_p50']:.0f} ms; GET /api/health {result['health']:.0f}/s); "
+          f"{result['executed']:5.1f} executed/s ({result['completed']}/{result['runs']} completed); "
+          f"{SHORT_NODES}-node run start→finish {latency}; answers {result['statuses']}", flush=True)
 
 
 def main() -> None:
@@ -285,8 +345,8 @@ def main() -> None:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(LOADERS, mp_context=context) as pool:
-            for label, apis, workers in CONFIGS:
-                result = measure(pool, server, template, label, apis, workers, root)
+            for config in CONFIGS:
+                result = measure(pool, server, template, config, root)
                 report(result)
                 results.append(result)
         overhead = node_overhead(server, template, root)
@@ -303,7 +363,7 @@ def summarise(results: list[dict], overhead: float) -> None:
     single = by_label["1 process (role all)"]
     two_two = by_label["2 API + 2 workers"]
     two_api = max(by_label[label]["accepted"] / by_label[label]["elapsed"]
-                  for label in ("2 API + 1 worker", "2 API + 2 workers"))
+                  for label in ("2 API + 1 worker", "2 API + 2 workers", "2 API, then 2 workers"))
     checks = [
         (f"accepted/s with 2 API processes: {two_api:.0f}", f">= {ACCEPTED_TARGET}", two_api >= ACCEPTED_TARGET),
         (f"executed/s 2 API + 2 workers {two_two['executed']:.1f} vs single process {single['executed']:.1f}",
