@@ -40,6 +40,7 @@ CLUSTER_ENV = {
     "POWERON_SCHEDULER_LEASE_SECONDS": "2",
     "POWERON_SCHEDULER_STARTUP_DELAY_SECONDS": "0",
     "POWERON_SCHEDULER_MISFIRE_GRACE_SECONDS": "30",
+    "POWERON_RUN_WAIT_SECONDS": "2",  # how long a request starting or resuming a run waits for its rest
 }
 FINISHED = ("completed", "failed", "cancelled")
 BURST = 500
@@ -66,7 +67,7 @@ def apis(cluster: Cluster) -> tuple[Process, Process]:
     live = [p for p in cluster.processes if p.role == "worker" and p.running]
     if len(live) < 2:
         cluster.start_workers(2 - len(live))
-    first, second = (p for p in cluster.processes if p.role == "api")
+    first, second = [p for p in cluster.processes if p.role == "api"][:2]  # the cluster's own two
     cluster.assert_running(first)
     cluster.assert_running(second)
     return first, second
@@ -180,6 +181,46 @@ def test_a_worker_killed_mid_burst_loses_no_run_and_repeats_no_completed_step(cl
     assert Counter(runs.values()) == {"completed": count}, runs
     assert set(runs) == set(run_ids)
     assert_each_node_completed_once(cluster, workflow_id, set(run_ids), ["start", "s1", "t1", "s2", "t2"])
+
+
+def test_a_worker_stopped_with_sigterm_mid_burst_hands_its_runs_back(cluster, apis):
+    secret = new_secret()
+    nodes = [sleeper("s1", 0.3), transform("t1", 1), sleeper("s2", 0.3)]
+    workflow_id = create_workflow(cluster.api(apis[1]), chain_graph(webhook_trigger(secret), nodes))
+    count = 30
+    run_ids = accepted_run_ids(send_webhooks(list(apis), workflow_id, secret, count))
+    wait_until(lambda: busy_workers(cluster) >= 2, 60, "both workers to be executing runs",
+               details=cluster.tails)
+    leaving, staying = workers(cluster)[:2]
+    assert leaving.stop() == 0, f"{leaving.name} did not stop gracefully:\n{leaving.tail()}"
+    runs = wait_until(lambda: all_finished(cluster, workflow_id, count), 120,
+                      "every run to finish on the remaining worker", interval=0.25, details=cluster.tails)
+    cluster.assert_running(staying)
+    assert Counter(runs.values()) == {"completed": count}, runs
+    assert_each_node_completed_once(cluster, workflow_id, set(run_ids), ["start", "s1", "t1", "s2"])
+
+
+# --- back-pressure counts the shared queue ----------------------------------------------------------
+
+
+def test_back_pressure_counts_the_runs_every_api_process_queued(cluster, apis):
+    secret = new_secret()
+    workflow_id = create_workflow(cluster.api(apis[0]), chain_graph(webhook_trigger(secret), [transform("t", 1)]))
+    for worker in workers(cluster):  # nothing executes: runs wait in the queue
+        assert worker.stop() == 0, f"{worker.name} did not stop gracefully:\n{worker.tail()}"
+    queued = accepted_run_ids(send_webhooks(list(apis), workflow_id, secret, 4))
+    strict = cluster.spawn_api(env={"POWERON_MAX_QUEUED_RUNS": "4"})
+    try:
+        cluster.wait_api(strict)
+        refused = send_webhooks([strict], workflow_id, secret, 1)[0]
+        assert refused.status_code == 429, refused.text  # the 4 runs the other processes queued count
+        assert "4 runs are waiting" in refused.json()["detail"] and refused.headers["retry-after"]
+    finally:
+        assert strict.stop() == 0, strict.tail()
+    cluster.start_workers(1)
+    runs = wait_until(lambda: all_finished(cluster, workflow_id, len(queued)), 60, "the queued runs to finish",
+                      interval=0.2, details=cluster.tails)
+    assert set(runs) == set(queued) and Counter(runs.values()) == {"completed": len(queued)}
 
 
 # --- a paused run resumed through one API process -------------------------------------------------
