@@ -15,6 +15,7 @@ from sqlmodel import Session, select
 from backend.auth import hash_password
 from backend.config import get_settings
 from backend.db import migrate, session_scope
+from backend.db.engine import schema_lock
 from backend.db.models import Feature, FeatureInstance, Mandate, User
 from backend.features.registry import get_features
 from backend.rbac.templates import ensure_template_roles, sync_ui_objects
@@ -83,10 +84,11 @@ def bootstrap(session: Session) -> BootstrapResult:
 
 
 def prepare() -> BootstrapResult:
-    """Apply migrations, then bootstrap."""
-    migrate()
-    with session_scope() as session:
-        return bootstrap(session)
+    """Apply migrations, then bootstrap (one process at a time on PostgreSQL)."""
+    with schema_lock():
+        migrate()
+        with session_scope() as session:
+            return bootstrap(session)
 
 
 def main() -> None:

@@ -22,40 +22,58 @@ log = logging.getLogger(__name__)
 
 
 def start_background_services() -> None:
-    """Prepare the database and start the background services of this process (once per start)."""
+    """Prepare the database and start the background services of this process's role (once per
+    start): POWERON_ROLE `all` starts everything, `api` all but run execution, `worker` only run
+    execution (and the notifier of the runs it executes)."""
     from backend.bootstrap import prepare
+    from backend.config import get_settings
+    from backend.engine import queue as run_queue
     from backend.engine.recovery import start_recovery_thread
     from backend.engine.timers import start_timer_thread
     from backend.notifications.notifier import start_notifier
     from backend.scheduler.scheduler import start_scheduler
 
+    settings = get_settings()
     # Idempotent: `make run` has usually done this already; a bare `reflex run` still works.
+    # Several processes starting at once on PostgreSQL take turns (an advisory lock).
     prepare()
     # Tells workflow owners about failed scheduled, webhook and event runs, in the app and by
-    # mail when POWERON_SMTP_URL is set (backend/notifications/);
-    # first, so a run that recovery fails at once is told too.
+    # mail when POWERON_SMTP_URL is set (backend/notifications/), for the runs this process
+    # executes or refuses; first, so a run that recovery fails at once is told too.
     start_notifier()
-    # Continue runs a stopped process left in `running`, in the background so start-up is not
-    # held up (backend/engine/recovery.py).
-    start_recovery_thread()
-    # Wakes due flow.wait runs, expires due human tasks and polls mailboxes every
-    # POWERON_TIMER_INTERVAL_SECONDS (backend/engine/timers.py).
-    start_timer_thread()
-    # trigger.schedule jobs (APScheduler), led by one process per database through a lease; its
-    # first sync comes POWERON_SCHEDULER_STARTUP_DELAY_SECONDS later (backend/scheduler/).
-    start_scheduler()
+    if settings.role in ("all", "worker"):
+        if settings.shared_queue:
+            # Execute runs from the shared queue; the jobs of a worker that went silent are taken
+            # over after POWERON_WORKER_TIMEOUT_SECONDS (backend/engine/queue.py).
+            run_queue.start_consumer()
+        else:
+            # Continue runs a stopped process left in `running`, in the background so start-up
+            # is not held up (backend/engine/recovery.py).
+            start_recovery_thread()
+    if settings.role in ("all", "api"):
+        # Wakes due flow.wait runs, expires due human tasks and polls mailboxes every
+        # POWERON_TIMER_INTERVAL_SECONDS in the process that leads the scheduler
+        # (backend/engine/timers.py).
+        start_timer_thread()
+        # trigger.schedule jobs (APScheduler), led by one process per database through a lease;
+        # its first sync comes POWERON_SCHEDULER_STARTUP_DELAY_SECONDS later (backend/scheduler/).
+        start_scheduler()
 
 
 def stop_background_services() -> None:
-    """Stop what :func:`start_background_services` started (a clean process exit)."""
+    """Stop what :func:`start_background_services` started (a clean process exit): a worker
+    finishes the step it is in and hands its runs back to the queue."""
+    from backend.config import get_settings
+    from backend.engine import queue as run_queue
     from backend.engine.timers import stop_timer_thread
-    from backend.engine.worker import shutdown_worker
     from backend.notifications.notifier import stop_notifier
     from backend.scheduler.scheduler import stop_scheduler
 
     stop_scheduler()
     stop_timer_thread()
-    shutdown_worker(wait=False)
+    # On PostgreSQL wait for the runs in progress to reach a step boundary and go back to the queue;
+    # on SQLite a run cut short continues at the next start (recovery).
+    run_queue.stop_queue(wait=get_settings().shared_queue)
     stop_notifier()
 
 

@@ -89,6 +89,29 @@ def alembic_config(url: str | None = None) -> Config:
     return config
 
 
+# pg_advisory_lock key of schema changes and the first-start bootstrap ("PowerOn" in ASCII).
+SCHEMA_LOCK_KEY = 0x506F7765724F6E
+
+
 def migrate(url: str | None = None) -> None:
     """Bring the database schema to the newest migration."""
     command.upgrade(alembic_config(url), "head")
+
+
+@contextmanager
+def schema_lock() -> Iterator[None]:
+    """Processes starting at once on one PostgreSQL database migrate and bootstrap one at a time
+    (a session-level advisory lock on a connection of its own); a no-op on SQLite, where one
+    process runs."""
+    engine = get_engine()
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    with engine.connect() as connection:
+        connection.exec_driver_sql(f"SELECT pg_advisory_lock({SCHEMA_LOCK_KEY})")
+        connection.commit()
+        try:
+            yield
+        finally:
+            connection.exec_driver_sql(f"SELECT pg_advisory_unlock({SCHEMA_LOCK_KEY})")
+            connection.commit()

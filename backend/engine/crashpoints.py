@@ -28,9 +28,9 @@ arrived e-mail), keyed by the suspended node:
 - ``resume_after_commit``: committed (task completed, node finished in the context, run
   `running`); the run has not executed on yet: recovery continues it.
 
-Starting a run from outside (webhook, form, event; backend/triggers/launch.py), keyed by run id:
+Starting a run on SQLite (backend/engine/queue.py, ThreadQueue), keyed by run id:
 
-- ``before_handoff``: the run is committed in `running`, not yet handed to the run worker;
+- ``before_handoff``: the run is committed in `running`, not yet handed to the run threads;
   recovery executes it, and a repeated webhook delivery is answered with the same run.
 """
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 import time
 import traceback
@@ -58,6 +59,7 @@ from backend.db.models import (
     utcnow,
 )
 from backend.engine import crashpoints, events, steps
+from backend.engine import queue as run_queue
 from backend.engine.expressions import ExpressionError, ExpressionScope, evaluate_parameters
 from backend.engine.frontier import Frontier, Graph
 from backend.engine.nodes import NodeCall, Outcome, StepError, runs_concurrently
@@ -68,6 +70,8 @@ from backend.statemachines import workflow_version as version_lifecycle
 from backend.workflows import requirements
 from backend.workflows.node_types import DEFAULT_HANDLE, ERROR_HANDLE, RetryPolicy, node_type
 from backend.workflows.validation import validate_graph
+
+log = logging.getLogger(__name__)
 
 MODES = ("full", "step")
 BRANCH_THREADS = 8
@@ -228,6 +232,8 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     missing = requirements.unmet(version.graph, start)
     if missing:
         lifecycle.fail(session, run, requirements.unmet_message(missing))
+    else:
+        run_queue.enqueue(session, run.id, new=True)
     return run
 
 
@@ -243,10 +249,11 @@ def execute_run(run_id: str, session: Session | None = None) -> WorkflowRun:
 
 
 def continue_run(session: Session, run: WorkflowRun) -> WorkflowRun:
-    """Resume a run paused by the step debugger (committed); the caller executes its next node."""
+    """Resume a run paused by the step debugger and hand it on to execute its next node (committed)."""
     if run.status == lifecycle.PAUSED and run.pause_reason != "step":
         raise Conflict(f"run {run.id} waits for {run.pause_reason}, not for the step debugger")
     lifecycle.resume(session, run)
+    run_queue.enqueue(session, run.id)
     session.commit()
     return run
 
@@ -308,6 +315,9 @@ class RunEngine:
                     break
                 if not self._still_running():
                     break
+                if run_queue.draining():
+                    self.hand_back()
+                    break
                 # Nodes handed out together are independent: slow ones (actions, AI, scripts) run
                 # at the same time; quick flow nodes run one at a time, as a step may change the
                 # frontier. The step debugger always goes one node at a time.
@@ -335,6 +345,14 @@ class RunEngine:
         except Exception as exc:  # noqa: BLE001 - the engine must leave every run in a final state
             self.crash(exc)
         return self.run
+
+    def hand_back(self) -> None:
+        """This process stops taking runs: the run, persisted after its last step, goes back to the
+        queue for another worker, which continues from the persisted frontier."""
+        with write_gate():
+            run_queue.enqueue(self.session, self.run.id)
+            self.session.commit()
+        log.info("run %s handed back to the queue: this process is stopping", self.run.id)
 
     def _still_running(self) -> bool:
         """A safe point: a cancel from elsewhere is seen before the next node starts.

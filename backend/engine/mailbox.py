@@ -43,6 +43,7 @@ from backend.connectors.mail import open_mail
 from backend.connectors.types import ConnectionFailed
 from backend.db import session_scope
 from backend.db.models import RunStepLog, User, WorkflowRun, utcnow
+from backend.engine import queue as run_queue
 from backend.engine import steps
 from backend.engine.timers import claim_waiting, paused_runs, resume_suspended, waiting_nodes
 from backend.errors import DomainError, FieldError, InvalidInput
@@ -312,5 +313,7 @@ def fail_suspended(session: Session, run: WorkflowRun, node_id: str, message: st
         session.add(step)
         steps.publish_finished(session, step, run.workflow_id)
     engine.on_node_failure(node_id, message)
+    if engine.run.status == run_lifecycle.RUNNING:
+        run_queue.enqueue(session, run.id)
     engine.persist()
-    return engine.execute()
+    return engine.run

@@ -14,8 +14,8 @@ left in `running` by a killed process can simply be executed again from its cont
 :func:`recover_runs` is called once per process start, in a background thread
 (:func:`start_recovery_thread`, from :func:`backend.runtime.start_background_services`, which the
 Reflex lifespan calls).
-It assumes one application process per database: a second process started while the first
-is executing runs would continue them too.
+It assumes one application process per database (SQLite); on PostgreSQL the shared run queue
+(backend/engine/queue.py) hands the runs of a stopped worker to another one instead.
 
 Retry from the failed node (issue 5, item 9): :func:`retry_failed_run` creates a **new run**
 of the same workflow version with the same input, mode and trigger, whose context is a copy of
@@ -42,7 +42,9 @@ from sqlmodel import Session, select
 
 from backend.db import session_scope
 from backend.db.models import RunStepLog, User, WorkflowRun, WorkflowVersion
-from backend.engine.executor import execute_run, run_graph, store_graph
+from backend.engine import queue as run_queue
+from backend.engine import worker
+from backend.engine.executor import run_graph, store_graph
 from backend.engine.frontier import Frontier, Graph
 from backend.errors import Conflict
 from backend.statemachines import workflow_run as lifecycle
@@ -51,16 +53,20 @@ log = logging.getLogger(__name__)
 
 
 def recover_runs() -> list[str]:
-    """Continue every run left in `running` by a stopped process; returns their ids.
+    """Continue every run left in `running` by a stopped process (SQLite); returns their ids once
+    each came to rest.
 
-    Each run is executed from its persisted context to its next resting state, in its own
-    session; one run's trouble does not stop the others.
+    Each run goes to the run threads like any other (one execution per run at a time) and is
+    executed from its persisted context to its next resting state, in its own session; one
+    run's trouble does not stop the others. (On PostgreSQL the shared queue's workers take over
+    the runs of a stopped process instead: backend/engine/queue.py.)
     """
     with session_scope() as session:
         run_ids = list(session.exec(select(WorkflowRun.id).where(WorkflowRun.status == lifecycle.RUNNING)).all())
-    for run_id in run_ids:
+    executions = [(run_id, worker.submit(run_id)) for run_id in run_ids]
+    for run_id, execution in executions:
         try:
-            execute_run(run_id)
+            execution.result()
         except Exception:  # noqa: BLE001 - recovery of the other runs must go on
             log.exception("recovery of run %s failed", run_id)
     if run_ids:
@@ -146,7 +152,7 @@ def _refuse_second_retry(session: Session, run: WorkflowRun) -> None:
 def retry_failed_run(session: Session, user: User, run: WorkflowRun, graph: str = "current") -> WorkflowRun:
     """A new run that continues `run` from its failed node, reusing every completed output.
 
-    The new run is added and flushed, not executed; the caller commits and executes it.
+    The new run is added, flushed and handed to the run queue; it executes once the caller commits.
 
     Args:
         session: The open transaction.
@@ -187,4 +193,5 @@ def retry_failed_run(session: Session, user: User, run: WorkflowRun, graph: str 
                         test=run.test, graph_id=graph_id, retry_of=run.id, context=context)
     session.add(retry)
     session.flush()
+    run_queue.enqueue(session, retry.id, new=True)
     return retry

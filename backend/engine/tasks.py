@@ -19,7 +19,8 @@ from pydantic import ValidationError
 from sqlmodel import Session, func, select
 
 from backend.db.models import FeatureInstance, HumanTask, User, Workflow, WorkflowRun
-from backend.engine import crashpoints, worker
+from backend.engine import crashpoints
+from backend.engine import queue as run_queue
 from backend.engine.executor import RunEngine
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.json_limits import check_json
@@ -342,10 +343,11 @@ def complete_task(access: AccessContext, task: HumanTask, data: Any) -> Workflow
     if run.status == run_lifecycle.PAUSED:
         run_lifecycle.resume(session, run)
     engine.resume_node(task.node_id, output, handles)
+    run_queue.enqueue(session, run.id)
     crashpoints.reach(engine.crash_at, "resume_before_commit", task.node_id)
     engine.persist()
     crashpoints.reach(engine.crash_at, "resume_after_commit", task.node_id)
-    worker.execute_and_wait(run.id)
+    run_queue.wait_for_rest(run.id)
     session.refresh(run)
     return run
 

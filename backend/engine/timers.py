@@ -8,7 +8,9 @@ periodically; each function may also be called on its own, with `now` for tests.
 
 In the running application :func:`start_timer_thread` (started by
 :func:`backend.runtime.start_background_services`, from the Reflex lifespan) calls
-:func:`run_due_work` every POWERON_TIMER_INTERVAL_SECONDS.
+:func:`run_due_work` every POWERON_TIMER_INTERVAL_SECONDS in the process that leads the scheduler.
+A resumed run is handed to the run queue in the transaction that resumes it (it executes on a run
+thread or a worker, not on the timer thread).
 Every resume, expiry and cancel here is a guarded state transition (optimistic locking), so two
 processes ticking against one database do not both resume a node: the loser of a race gets
 ``ConcurrentTransition`` and leaves that item to the winner.
@@ -27,6 +29,7 @@ from backend.config import get_settings
 from backend.db import session_scope
 from backend.db.models import HumanTask, WorkflowRun, utcnow
 from backend.engine import crashpoints
+from backend.engine import queue as run_queue
 from backend.engine.executor import RunEngine
 from backend.statemachines import human_task as task_lifecycle
 from backend.statemachines import workflow_run as run_lifecycle
@@ -73,19 +76,21 @@ def claim_waiting(session: Session, run: WorkflowRun, node_id: str) -> RunEngine
 
 def resume_suspended(session: Session, run: WorkflowRun, node_id: str, output: Any,
                      handles: tuple[str, ...] = (DEFAULT_HANDLE,)) -> WorkflowRun | None:
-    """Finish the suspended node `node_id` with `output`, follow `handles` and run on.
+    """Finish the suspended node `node_id` with `output`, follow `handles` and hand the run on to
+    the run queue in the same transaction (it runs on in a run thread or on a worker).
 
-    Returns the run after it ran on, or None when the run no longer waits at that node (it was
+    Returns the run, running again, or None when the run no longer waits at that node (it was
     resumed elsewhere or finished), so a node is resumed exactly once.
     """
     engine = claim_waiting(session, run, node_id)
     if engine is None:
         return None
     engine.resume_node(node_id, output, handles)
+    run_queue.enqueue(session, run.id)
     crashpoints.reach(engine.crash_at, "resume_before_commit", node_id)
     engine.persist()
     crashpoints.reach(engine.crash_at, "resume_after_commit", node_id)
-    return engine.execute()
+    return engine.run
 
 
 def wake_due_runs(now: datetime | None = None) -> int:
@@ -185,8 +190,21 @@ class TimerThread:
             self.thread.join(timeout)
 
 
+def leads() -> bool:
+    """Whether this process does the timers' work: the one that leads the scheduler (its lease), so
+    several API processes on one database wake, expire and poll once; every process when the
+    scheduler is off here (POWERON_SCHEDULER=off: one process is assumed)."""
+    from backend.scheduler.scheduler import get_scheduler
+
+    scheduler = get_scheduler()
+    return scheduler is None or scheduler.leading
+
+
 def tick(now: datetime | None = None) -> dict[str, int] | None:
-    """One round of :func:`run_due_work`; errors are logged, never raised (the ticker goes on)."""
+    """One round of :func:`run_due_work` if this process :func:`leads`; errors are logged, never
+    raised (the ticker goes on)."""
+    if not leads():
+        return None
     try:
         return run_due_work(now)
     except Exception:  # noqa: BLE001 - one bad round must not end the ticker

@@ -1,10 +1,12 @@
-"""Runs execute on run threads, not on the thread that asked for them.
+"""Runs execute on run threads, not on the thread that asked for them (SQLite, one process).
 
-A request that starts, continues, resumes or retries a run commits the change, hands the run to
-:func:`submit` and waits at most POWERON_RUN_WAIT_SECONDS for it to come to rest (completed,
-failed, cancelled or paused). Short runs therefore answer with their final state, as a manual
-test run in n8n does; long ones answer `running` and go on in the background, where the event
-stream and ``GET …/runs/{id}`` follow them.
+A request that starts, continues, resumes or retries a run hands it to the run queue in its
+transaction (backend/engine/queue.py); on SQLite the queue submits it here once that commits, and
+the request waits at most POWERON_RUN_WAIT_SECONDS for it to come to rest (completed, failed,
+cancelled or paused). Short runs therefore answer with their final state, as a manual test run in
+n8n does; long ones answer `running` and go on in the background, where the event stream and
+``GET …/runs/{id}`` follow them. (On PostgreSQL the runs go through the shared procrastinate
+queue instead, executed by any process of role `all` or `worker`.)
 
 One execution per run at a time: a per-run lock makes a second submission (a task completed
 while the last node's bookkeeping is still finishing, a recovery racing a resume) wait and then
@@ -16,7 +18,6 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 
 from backend.config import get_settings
 from backend.engine.executor import execute_run
@@ -102,19 +103,3 @@ def queued() -> int:
     """Runs of this process waiting for a run thread (0 when the worker has not started)."""
     worker = _worker
     return worker.queued() if worker is not None else 0
-
-
-def execute_and_wait(run_id: str, seconds: float | None = None) -> None:
-    """Execute `run_id` in the background and wait up to `seconds` (POWERON_RUN_WAIT_SECONDS by
-    default) for it to come to rest; the caller then reads the run's state from the database.
-
-    Errors of the execution itself are the engine's to record on the run (it never leaves a run
-    without a final or paused state); they are logged by the worker, not raised here.
-    """
-    future = submit(run_id)
-    try:
-        future.result(timeout=get_settings().run_wait_seconds if seconds is None else seconds)
-    except FutureTimeout:
-        pass
-    except Exception:  # noqa: BLE001 - logged by the worker; the run's state says what happened
-        pass

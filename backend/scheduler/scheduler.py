@@ -74,7 +74,6 @@ from backend.config import get_settings
 from backend.db import session_scope
 from backend.db.engine import write_gate
 from backend.db.models import Workflow, WorkflowRun, utcnow
-from backend.engine import worker
 from backend.errors import InvalidInput
 from backend.scheduler.cron import ScheduleError, parse_schedule
 from backend.scheduler.jobs import SCHEDULE_TYPE, JobSource, JobSpec, PublishedSchedules, event_id_for, job_id_for
@@ -143,12 +142,11 @@ class Scheduler:
         startup_delay_seconds: Wait before the first sync (POWERON_SCHEDULER_STARTUP_DELAY_SECONDS).
         misfire_grace_seconds: How late a fire may run (POWERON_SCHEDULER_MISFIRE_GRACE_SECONDS).
         use_lease: False runs without leader election (this process always leads; benchmarks).
-        submit: Hands a committed run to the run worker (default backend.engine.worker.submit).
     """
 
     def __init__(self, source: JobSource | None = None, *, lease_seconds: float | None = None,
                  startup_delay_seconds: float | None = None, misfire_grace_seconds: float | None = None,
-                 use_lease: bool = True, submit: Callable[[str], Any] | None = None):
+                 use_lease: bool = True):
         settings = get_settings()
         self.source = source or PublishedSchedules()
         self.lease_seconds = lease_seconds if lease_seconds is not None else settings.scheduler_lease_seconds
@@ -158,7 +156,6 @@ class Scheduler:
         self.misfire_grace_seconds = (misfire_grace_seconds if misfire_grace_seconds is not None
                                       else settings.scheduler_misfire_grace_seconds)
         self.lease = Lease(self.lease_seconds) if use_lease else None
-        self._submit = submit or worker.submit
         self.aps = BackgroundScheduler(
             timezone=UTC,
             executors={"default": FireExecutor(FIRE_THREADS)},
@@ -442,8 +439,6 @@ class Scheduler:
                 outcome, resync, run_id = self._start(session, workflow_id, node_id, fire_time, stamp)
         if resync:
             self.enqueue_change(workflow_id)
-        if run_id is not None:
-            self._submit(run_id)
         log.info("schedule %s fired at %s: %s", job_id_for(workflow_id, node_id), stamp, outcome)
         return outcome
 

@@ -4,7 +4,7 @@
 - ``events``: ``POST /api/events {type, payload}`` fans out to the caller's mandate(s);
 - ``forms``: a public form per workflow (``GET|POST /api/forms/{workflowId}``);
 - ``launch``: what they share: finding the trigger node in the published version, back-pressure
-  and starting the run durably as the workflow's creator, then handing it to the run worker.
+  and starting the run durably as the workflow's creator, handing it to the run queue in the same transaction.
 
 Framework-free: the REST routes live in backend/api/triggers.py.
 """

@@ -20,7 +20,7 @@ A trigger.event node matches when its `eventType` equals the event's type and it
   ``{{ payload.amount > 1000 and payload.currency == 'CHF' }}``. An expression that fails
   (e.g. a missing field) does not match; the failure is logged with the workflow's id.
 
-The runs' input is the payload. Runs are committed before they are handed to the run worker.
+The runs' input is the payload. Runs are handed to the run queue in the transaction that creates them.
 """
 
 from __future__ import annotations
@@ -132,5 +132,4 @@ def fire(session: Session, user: User, event_type: str, payload: Any) -> list[st
             except Forbidden:
                 continue  # its creator may no longer run it: logged by launch
         session.commit()
-    launch.submit(run_ids)
     return run_ids

@@ -10,7 +10,7 @@ given), select (one of `options`), text and textarea (text; numbers become text)
 cannot be filled in on the public form (a required one makes the form unusable: 422).
 
 The fields become the run input; the run is started as with webhooks (launch.start: published
-version, as the creator, committed before it is handed to the run worker, back-pressure 429).
+version, as the creator, handed to the run queue in the same transaction, back-pressure 429).
 """
 
 from __future__ import annotations
@@ -78,5 +78,4 @@ def submit(session: Session, workflow_id: str, values: Any) -> str:
     with write_gate():
         run = launch.start(session, target, data, "form")
         session.commit()
-    launch.submit([run.id])
     return run.id

@@ -3,8 +3,9 @@
 A run started by a webhook, an event or a form runs the workflow's PUBLISHED version as the
 workflow's creator (sysCreatedBy) with their current rights: a creator who was disabled or lost
 the execute right (or access to the instance) starts nothing, and the refusal is logged.
-The run row is committed before it is handed to the run worker, so a crash in between loses
-nothing: recovery continues runs left in `running` (backend/engine/recovery.py).
+The run is handed to the run queue in the transaction that creates it (backend/engine/queue.py),
+so a crash loses nothing: on PostgreSQL the job commits with the run, on SQLite recovery continues
+runs left in `running` (backend/engine/recovery.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from sqlmodel import Session, select
 
 from backend.config import get_settings
 from backend.db.models import User, Workflow, WorkflowRun, WorkflowVersion
-from backend.engine import crashpoints, executor, worker
+from backend.engine import executor
+from backend.engine import queue as run_queue
 from backend.errors import Forbidden, NotFound
 from backend.statemachines import workflow_version as version_lifecycle
 
@@ -37,7 +39,7 @@ accepting = threading.BoundedSemaphore(ACCEPT_SLOTS)
 
 
 class Overloaded(Exception):
-    """Too many runs wait for a run thread: the call is refused with 429 and Retry-After."""
+    """Too many runs wait in the run queue: the call is refused with 429 and Retry-After."""
 
     def __init__(self, queued: int, limit: int):
         self.queued = queued
@@ -48,13 +50,14 @@ class Overloaded(Exception):
 
 
 def check_capacity() -> None:
-    """Raise Overloaded while POWERON_MAX_QUEUED_RUNS or more runs wait for a run thread.
+    """Raise Overloaded while POWERON_MAX_QUEUED_RUNS or more runs wait in the run queue (on
+    PostgreSQL the queue every process shares, counted at most every half second).
 
     Checked before anything is written; concurrent calls may each pass and overshoot the limit by
     at most their number: everything accepted is run.
     """
     limit = get_settings().max_queued_runs
-    waiting = worker.queued()
+    waiting = run_queue.waiting()
     if waiting >= limit:
         raise Overloaded(waiting, limit)
 
@@ -130,14 +133,6 @@ def start(session: Session, target: Target, input: Any, trigger: str) -> Workflo
     creator = creator_may_execute(session, target.workflow)
     return executor.start_run(session, creator, target.workflow, target.version, input, "full", trigger=trigger,
                               start_node=target.node.get("id"))
-
-
-def submit(run_ids: list[str]) -> None:
-    """Hand committed runs to the run worker (they execute in the background)."""
-    wanted = crashpoints.configured()
-    for run_id in run_ids:
-        crashpoints.reach(wanted, "before_handoff", run_id)
-        worker.submit(run_id)
 
 
 def retry_after_header(exc: Overloaded) -> dict[str, str]:

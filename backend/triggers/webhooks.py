@@ -362,5 +362,4 @@ def _receive(workflow_id: str, path: str, method: str, body: bytes, headers: Map
                 if seen is None:
                     raise
                 return Delivery(seen.run_id, repeated=True)
-    launch.submit([run.id])
     return Delivery(run.id, repeated=False)

@@ -12,7 +12,7 @@ from backend.api.app import create_api
 from backend.bootstrap import prepare
 from backend.config import reset_settings_cache
 from backend.db import reset_engine
-from backend.engine.worker import shutdown_worker
+from backend.engine.queue import stop_queue
 
 ADMIN_PASSWORD = "admin-pass-123"
 
@@ -49,7 +49,7 @@ def app_config(db_url: str, tmp_path, monkeypatch) -> Iterator[str]:
     reset_engine()
     prepare()
     yield db_url
-    shutdown_worker()
+    stop_queue()
     reset_engine()
     reset_settings_cache()
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from backend.config import reset_settings_cache
-from backend.engine.worker import shutdown_worker
+from backend.engine.queue import stop_queue
 from tests.integration.test_engine import START, edge, ran, run_graph, transform
 
 
@@ -93,7 +93,7 @@ def test_cancelling_a_background_run_stops_it_before_its_next_node(api, short_wa
     cancelled = api.client.post(f"{api.base()}/runs/{started['id']}/cancel", headers=api.auth)
     assert cancelled.status_code == 200, cancelled.text
     assert cancelled.json()["status"] == "cancelled"
-    shutdown_worker()  # waits for the run thread: the engine has reached its safe point
+    stop_queue()  # waits for the run to reach its safe point (a run thread, or the queue's worker)
     final = poll_run(api, started["id"], lambda run: "slow" in ran(run))
     assert final["status"] == "cancelled", final
     assert "after" not in ran(final)

@@ -21,19 +21,21 @@ from typing import Any
 import pytest
 
 from backend.config import get_settings
+from backend.engine import queue as run_queue
 from backend.engine.recovery import recover_runs
 from tests.integration.test_engine import LOOP, START, approval_graph, edge, ran, transform
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 # Starts one run per (workflowId, input) argument pair, in order, as the admin; prints each
-# run id as soon as the run exists, then executes it. The crash point, if set, kills it.
+# run id as soon as the run exists (committed with its handing to the run queue), then waits for it
+# to come to rest. The crash point, if set, kills the process.
 START_RUNS = """
 import json, sys
 from sqlmodel import select
 from backend.db import session_scope
 from backend.db.models import User, Workflow
-from backend.engine import executor
+from backend.engine import executor, queue
 from backend.workflows import service
 
 for workflow_id, data in zip(sys.argv[1::2], sys.argv[2::2]):
@@ -43,7 +45,7 @@ for workflow_id, data in zip(sys.argv[1::2], sys.argv[2::2]):
         run = executor.start_run(session, admin, workflow, service.draft_version(session, workflow), json.loads(data))
         session.commit()
         print(run.id, flush=True)
-        executor.execute_run(run.id, session)
+    queue.wait_for_rest(run.id, 120)  # it executes on a run thread (SQLite) or the queue's worker (PostgreSQL)
 """
 
 # start -> a -> b -> each(loop over input.rows: double) -> after
@@ -80,6 +82,7 @@ def run_in_subprocess(runs: list[tuple[str, Any]], crash_at: str | None) -> tupl
 
 
 def get_run(api, run_id: str) -> dict[str, Any]:
+    run_queue.wait_for_rest(run_id, 30)  # a woken or resumed run executes on a run thread or a worker
     response = api.client.get(f"{api.base()}/runs/{run_id}", headers=api.auth)
     assert response.status_code == 200, response.text
     return response.json()

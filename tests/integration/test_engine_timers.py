@@ -17,12 +17,14 @@ from sqlmodel import select
 from backend.config import get_settings, reset_settings_cache
 from backend.db import reset_engine, session_scope
 from backend.db.models import HumanTask, WorkflowRun, utcnow
+from backend.engine import queue as run_queue
 from backend.engine import timers
 from backend.engine.timers import expire_due_tasks, run_due_work, start_timer_thread, wake_due_runs
 from tests.integration.test_engine import START, edge, ran, run_graph, steps_of, transform
 
 
 def get_run(api, run_id: str) -> dict[str, Any]:
+    run_queue.wait_for_rest(run_id, 30)  # a woken or resumed run executes on a run thread or a worker
     response = api.client.get(f"{api.base()}/runs/{run_id}", headers=api.auth)
     assert response.status_code == 200, response.text
     return response.json()

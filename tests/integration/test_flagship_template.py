@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from backend.engine import queue as run_queue
 from backend.engine.mailbox import poll_mailboxes
 from tests.integration.test_msft_oauth import (  # noqa: F401 - fixtures
     _stand_in,
@@ -76,6 +77,7 @@ def start(api, workflow_id: str, run_input: Any) -> dict[str, Any]:
 
 
 def get_run(api, run_id: str) -> dict[str, Any]:
+    run_queue.wait_for_rest(run_id, 30)  # a woken or resumed run executes on a run thread or a worker
     answer = api.client.get(f"{api.base()}/runs/{run_id}", headers=api.auth)
     assert answer.status_code == 200, answer.text
     return answer.json()

@@ -18,6 +18,7 @@ from backend.config import reset_settings_cache
 from backend.connectors import store
 from backend.db import session_scope
 from backend.db.models import Connection, StoredFile, User, WorkflowRun
+from backend.engine import queue as run_queue
 from backend.engine.mailbox import matches, poll_mailboxes
 from backend.engine.timers import run_due_work
 from backend.files.service import FileScope, list_files, read_bytes, store_file
@@ -54,6 +55,7 @@ def check_graph(connection_id: str, filter: Any = None, folder: str = "Inbox",  
 
 
 def get_run(api, run_id: str) -> dict[str, Any]:
+    run_queue.wait_for_rest(run_id, 30)  # a woken or resumed run executes on a run thread or a worker
     response = api.client.get(f"{api.base()}/runs/{run_id}", headers=api.auth)
     assert response.status_code == 200, response.text
     return response.json()

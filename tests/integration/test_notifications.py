@@ -25,6 +25,7 @@ from backend.config import reset_settings_cache
 from backend.db import session_scope
 from backend.db.models import FeatureInstance, Notification, User, Workflow, WorkflowRun, utcnow
 from backend.engine import executor
+from backend.engine import queue as run_queue
 from backend.notifications import mailer, notifier, service
 from backend.workflows import service as workflows
 
@@ -82,14 +83,17 @@ def published_workflow(graph: dict[str, Any], owner_id: str | None = None, name:
 
 
 def start_and_execute(workflow_id: str, trigger: str, starter_id: str | None = None) -> WorkflowRun:
-    """Start a run of the published version as the scheduler, a webhook or an event would, and execute it."""
+    """Start a run of the published version as the scheduler, a webhook or an event would (it is handed
+    to the run queue as it starts), and wait until it comes to rest."""
     with session_scope() as session:
         workflow = session.get(Workflow, workflow_id)
         starter = session.get(User, starter_id) if starter_id else _admin(session)
         run = executor.start_run(session, starter, workflow, workflows.published_version(session, workflow),
                                  None, trigger=trigger)
         run_id = run.id
-    return executor.execute_run(run_id)
+    run_queue.wait_for_rest(run_id, 60)
+    with session_scope() as session:
+        return session.get(WorkflowRun, run_id)
 
 
 def notifications_of(user_id: str) -> list[Notification]:

@@ -19,6 +19,7 @@ from sqlmodel import func, select
 
 from backend.db import session_scope
 from backend.db.models import WorkflowGraphSnapshot, WorkflowRun, utcnow
+from backend.engine import queue as run_queue
 from backend.engine.timers import wake_due_runs
 from tests.integration.test_engine import START, approval_graph, edge, ran, transform
 
@@ -43,6 +44,7 @@ def save_draft(api, workflow_id: str, graph: dict[str, Any]) -> None:
 
 
 def get_run(api, run_id: str) -> dict[str, Any]:
+    run_queue.wait_for_rest(run_id, 30)  # a woken or resumed run executes on a run thread or a worker
     response = api.client.get(f"{api.base()}/runs/{run_id}", headers=api.auth)
     assert response.status_code == 200, response.text
     return response.json()

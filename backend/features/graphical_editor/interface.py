@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import Session, select
 
 from backend.db.models import FeatureInstance, RunStepLog, User, Workflow, WorkflowRun, WorkflowVersion
-from backend.engine import executor, recovery, worker
+from backend.engine import executor, recovery
+from backend.engine import queue as run_queue
 from backend.errors import Conflict, DomainError, FieldError, Forbidden, InvalidInput, NotFound
 from backend.features.graphical_editor.main import (
     CHAT_DATA,
@@ -395,7 +396,7 @@ class GraphicalEditorInterface(Door):
                   mode: str = "full", wait_seconds: float | None = None) -> WorkflowRun:
         """Start a run of the draft (default when there is one) or the published version.
 
-        The run executes on a run thread (backend/engine/worker.py); the answer is its state
+        The run is handed to the run queue (backend/engine/queue.py); the answer is its state
         once it came to rest (completed, failed, cancelled or paused), or `running` when that
         took longer than `wait_seconds` (POWERON_RUN_WAIT_SECONDS by default; 0 returns at once,
         for callers that watch the run themselves, like the editor's live trace).
@@ -412,8 +413,8 @@ class GraphicalEditorInterface(Door):
         return self._executed(run, wait_seconds)
 
     def _executed(self, run: WorkflowRun, wait_seconds: float | None = None) -> WorkflowRun:
-        """`run` (committed) executed on a run thread, as it stands after the wait."""
-        worker.execute_and_wait(run.id, wait_seconds)
+        """`run` (committed, handed to the run queue) as it stands after waiting for it to come to rest."""
+        run_queue.wait_for_rest(run.id, wait_seconds)
         self.session.refresh(run)
         return run
 
