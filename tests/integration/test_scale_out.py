@@ -1,14 +1,17 @@
 """Scale-out (issue 18) with real processes on PostgreSQL: two API processes and two workers.
 
-The cluster (tests/scale_cluster.py) is started once for this module on its own database, cloned
-from the session's migrated template: ``POWERON_ROLE=api python -m backend.runtime`` twice (each on
-its own port) and ``python -m backend.worker`` twice, all at once, as README "Scaling out" tells a
-user to. Every test first makes sure two workers are alive (a test that kills one starts its
-replacement through this check). Workers beat every second and are taken for dead after 3 s.
+The cluster (tests/scale_cluster.py) is started once for this module on its own empty database:
+``POWERON_ROLE=api python -m backend.runtime`` twice (each on its own port) and
+``python -m backend.worker`` twice, all at once, as README "Scaling out" tells a user to (the
+processes migrate and bootstrap the database together). Every test first makes sure two workers
+are alive (a test that stops or kills one gets its replacement through this check). Workers beat
+every second and are taken for dead after 3 s.
 
 What a user notices is asserted: every call answered 202 with its own run, every run `completed`,
-every node of a run completed exactly once (its RunStepLog rows), a task completed through one
-API process finishing its run on a worker, a schedule firing once per fire time. Waits are polls
+every node of a run completed exactly once (its RunStepLog rows), a worker's SIGKILL or SIGTERM
+losing nothing, a task completed through one API process finishing its run on a worker (none
+executes in an API process), back-pressure counting the runs every process queued, a schedule
+firing once per fire time. Waits are polls
 with a timeout; on a failure the end of every process's log is shown.
 
 PostgreSQL only (the shared queue needs it): marked ``postgres``; it does not use ``db_url``, so
@@ -48,10 +51,11 @@ SENDERS = 8
 
 
 @pytest.fixture(scope="module")
-def cluster(postgres_server, _postgres_template, tmp_path_factory) -> Iterator[Cluster]:
-    """2 API processes and 2 workers, started at once on a fresh database; stopped after the module."""
+def cluster(postgres_server, tmp_path_factory) -> Iterator[Cluster]:
+    """2 API processes and 2 workers, started at once on an empty database (they migrate and
+    bootstrap it together, as a first deployment does); stopped after the module."""
     name = f"scale_{uuid.uuid4().hex[:12]}"
-    postgres_server.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_postgres_template}"')
+    postgres_server.execute(f'CREATE DATABASE "{name}"')
     root: Path = tmp_path_factory.mktemp("scale-cluster")
     try:
         with Cluster(postgres_server.url(name), root, env=CLUSTER_ENV) as started:
