@@ -21,10 +21,13 @@ the SQLite parametrisation does not apply.
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,8 @@ import pytest
 from tests.integration.trigger_support import new_secret, sign
 from tests.scale_cluster import Api, Cluster, Process, chain_graph, create_workflow, transform, wait_until
 
-pytestmark = pytest.mark.postgres
+# One cluster for the module: under pytest-xdist the tests stay together with `--dist loadgroup`.
+pytestmark = [pytest.mark.postgres, pytest.mark.xdist_group("scale_out")]
 
 CLUSTER_ENV = {
     "POWERON_WORKER_HEARTBEAT_SECONDS": "1",
@@ -44,6 +48,7 @@ CLUSTER_ENV = {
     "POWERON_SCHEDULER_STARTUP_DELAY_SECONDS": "0",
     "POWERON_SCHEDULER_MISFIRE_GRACE_SECONDS": "30",
     "POWERON_RUN_WAIT_SECONDS": "2",  # how long a request starting or resuming a run waits for its rest
+    "POWERON_READURL_ALLOW_PRIVATE": "1",  # core.readUrl may call the test's server on 127.0.0.1
 }
 FINISHED = ("completed", "failed", "cancelled")
 BURST = 500
@@ -187,21 +192,77 @@ def test_a_worker_killed_mid_burst_loses_no_run_and_repeats_no_completed_step(cl
     assert_each_node_completed_once(cluster, workflow_id, set(run_ids), ["start", "s1", "t1", "s2", "t2"])
 
 
-def test_a_worker_stopped_with_sigterm_mid_burst_hands_its_runs_back(cluster, apis):
-    secret = new_secret()
-    nodes = [sleeper("s1", 0.3), transform("t1", 1), sleeper("s2", 0.3)]
-    workflow_id = create_workflow(cluster.api(apis[1]), chain_graph(webhook_trigger(secret), nodes))
-    count = 30
-    run_ids = accepted_run_ids(send_webhooks(list(apis), workflow_id, secret, count))
-    wait_until(lambda: busy_workers(cluster) >= 2, 60, "both workers to be executing runs",
-               details=cluster.tails)
-    leaving, staying = workers(cluster)[:2]
-    assert leaving.stop() == 0, f"{leaving.name} did not stop gracefully:\n{leaving.tail()}"
-    runs = wait_until(lambda: all_finished(cluster, workflow_id, count), 120,
-                      "every run to finish on the remaining worker", interval=0.25, details=cluster.tails)
-    cluster.assert_running(staying)
-    assert Counter(runs.values()) == {"completed": count}, runs
-    assert_each_node_completed_once(cluster, workflow_id, set(run_ids), ["start", "s1", "t1", "s2"])
+class SlowService:
+    """An HTTP service on 127.0.0.1 that answers GET /call?run=<id> after `delay` seconds and counts
+    the calls per run: what a workflow's external side effect (an order placed, a mail sent) sees."""
+
+    def __init__(self, delay: float):
+        self.delay = delay
+        self.calls: Counter = Counter()
+        self.lock = threading.Lock()
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                run_id = self.path.partition("run=")[2]
+                with service.lock:
+                    service.calls[run_id] += 1
+                time.sleep(service.delay)
+                body = f"called for {run_id}".encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def node(self, node_id: str) -> dict[str, Any]:
+        """A core.readUrl node calling this service once for its run."""
+        url = f"http://127.0.0.1:{self.server.server_address[1]}/call?run={{{{ run.id }}}}"
+        return {"id": node_id, "type": "core.readUrl", "parameters": {"url": url}}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def queue_idle(cluster: Cluster, run_ids: set[str]) -> bool:
+    """No job of these runs waits or executes anywhere (procrastinate deletes a job once it succeeded)."""
+    rows = cluster.query("SELECT args->>'run_id' FROM procrastinate_jobs WHERE status IN ('todo', 'doing')")
+    return not run_ids & {row[0] for row in rows}
+
+
+def test_a_worker_stopped_with_sigterm_during_a_long_call_makes_it_once_and_nothing_runs_twice(cluster, apis):
+    """A graceful stop (a deploy) while a step outlasts POWERON_WORKER_TIMEOUT_SECONDS: the stopping
+    worker finishes the step and hands the run back; no other worker may take the run over while it
+    still executes there, so the external call is made once per run and no step completes twice."""
+    service = SlowService(delay=float(CLUSTER_ENV["POWERON_WORKER_TIMEOUT_SECONDS"]) + 2)
+    try:
+        secret = new_secret()
+        nodes = [service.node("order"), transform("t1", 1), transform("t2", 2)]
+        workflow_id = create_workflow(cluster.api(apis[1]), chain_graph(webhook_trigger(secret), nodes))
+        count = 4
+        run_ids = set(accepted_run_ids(send_webhooks(list(apis), workflow_id, secret, count)))
+        wait_until(lambda: busy_workers(cluster) >= 2 and len(service.calls) >= 2, 60,
+                   "both workers to be calling the service", details=cluster.tails)
+        leaving, staying = workers(cluster)[:2]
+        assert leaving.stop() == 0, f"{leaving.name} did not stop gracefully:\n{leaving.tail()}"
+        runs = wait_until(lambda: all_finished(cluster, workflow_id, count), 120,
+                          "every run to finish on the remaining worker", interval=0.25, details=cluster.tails)
+        wait_until(lambda: queue_idle(cluster, run_ids), 60, "no job of these runs left in the queue",
+                   details=cluster.tails)
+        cluster.assert_running(staying)
+        assert Counter(runs.values()) == {"completed": count}, runs
+        assert service.calls == Counter(dict.fromkeys(run_ids, 1)), f"calls per run: {service.calls}"
+        assert_each_node_completed_once(cluster, workflow_id, run_ids, ["start", "order", "t1", "t2"])
+    finally:
+        service.close()
 
 
 # --- back-pressure counts the shared queue ----------------------------------------------------------
