@@ -193,8 +193,9 @@ def test_a_worker_killed_mid_burst_loses_no_run_and_repeats_no_completed_step(cl
 
 
 class SlowService:
-    """An HTTP service on 127.0.0.1 that answers GET /call?run=<id> after `delay` seconds and counts
-    the calls per run: what a workflow's external side effect (an order placed, a mail sent) sees."""
+    """An HTTP service on 127.0.0.1 that answers GET /call/<node>?run=<id> after `delay` seconds and
+    counts the calls per (run, node): what a workflow's external side effects (an order placed, a
+    mail sent) see."""
 
     def __init__(self, delay: float):
         self.delay = delay
@@ -204,11 +205,11 @@ class SlowService:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                run_id = self.path.partition("run=")[2]
+                path, _, query = self.path.partition("?run=")
                 with service.lock:
-                    service.calls[run_id] += 1
+                    service.calls[(query, path.rpartition("/")[2])] += 1
                 time.sleep(service.delay)
-                body = f"called for {run_id}".encode()
+                body = f"called {path} for {query}".encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
                 self.send_header("Content-Length", str(len(body)))
@@ -224,7 +225,7 @@ class SlowService:
 
     def node(self, node_id: str) -> dict[str, Any]:
         """A core.readUrl node calling this service once for its run."""
-        url = f"http://127.0.0.1:{self.server.server_address[1]}/call?run={{{{ run.id }}}}"
+        url = f"http://127.0.0.1:{self.server.server_address[1]}/call/{node_id}?run={{{{ run.id }}}}"
         return {"id": node_id, "type": "core.readUrl", "parameters": {"url": url}}
 
     def close(self) -> None:
@@ -238,29 +239,37 @@ def queue_idle(cluster: Cluster, run_ids: set[str]) -> bool:
     return not run_ids & {row[0] for row in rows}
 
 
-def test_a_worker_stopped_with_sigterm_during_a_long_call_makes_it_once_and_nothing_runs_twice(cluster, apis):
-    """A graceful stop (a deploy) while a step outlasts POWERON_WORKER_TIMEOUT_SECONDS: the stopping
-    worker finishes the step and hands the run back; no other worker may take the run over while it
-    still executes there, so the external call is made once per run and no step completes twice."""
-    service = SlowService(delay=float(CLUSTER_ENV["POWERON_WORKER_TIMEOUT_SECONDS"]) + 2)
+def test_a_worker_stopped_with_sigterm_hands_its_runs_back_after_the_step_and_nothing_runs_twice(cluster, apis):
+    """A graceful stop (a deploy) while each run is in the first of three calls that each outlast
+    POWERON_WORKER_TIMEOUT_SECONDS: the stopping worker finishes that step and hands its runs back
+    (it stops well before it could have made the other two calls); no other worker takes a run
+    over while it still executes there, so every call is made once per run and no step completes
+    twice."""
+    delay = float(CLUSTER_ENV["POWERON_WORKER_TIMEOUT_SECONDS"]) + 2
+    service = SlowService(delay)
     try:
         secret = new_secret()
-        nodes = [service.node("order"), transform("t1", 1), transform("t2", 2)]
-        workflow_id = create_workflow(cluster.api(apis[1]), chain_graph(webhook_trigger(secret), nodes))
+        calls = ["order", "confirm", "notify"]
+        workflow_id = create_workflow(cluster.api(apis[1]), chain_graph(webhook_trigger(secret),
+                                                                       [service.node(c) for c in calls]))
         count = 4
         run_ids = set(accepted_run_ids(send_webhooks(list(apis), workflow_id, secret, count)))
         wait_until(lambda: busy_workers(cluster) >= 2 and len(service.calls) >= 2, 60,
                    "both workers to be calling the service", details=cluster.tails)
         leaving, staying = workers(cluster)[:2]
+        began = time.monotonic()
         assert leaving.stop() == 0, f"{leaving.name} did not stop gracefully:\n{leaving.tail()}"
+        stopped_after = time.monotonic() - began
+        assert stopped_after < 2 * delay, f"{leaving.name} took {stopped_after:.1f} s: it did not hand its runs " \
+                                          f"back after the step it was in\n{leaving.tail()}"
         runs = wait_until(lambda: all_finished(cluster, workflow_id, count), 120,
                           "every run to finish on the remaining worker", interval=0.25, details=cluster.tails)
         wait_until(lambda: queue_idle(cluster, run_ids), 60, "no job of these runs left in the queue",
                    details=cluster.tails)
         cluster.assert_running(staying)
         assert Counter(runs.values()) == {"completed": count}, runs
-        assert service.calls == Counter(dict.fromkeys(run_ids, 1)), f"calls per run: {service.calls}"
-        assert_each_node_completed_once(cluster, workflow_id, run_ids, ["start", "order", "t1", "t2"])
+        assert service.calls == Counter({(run, c): 1 for run in run_ids for c in calls}), service.calls
+        assert_each_node_completed_once(cluster, workflow_id, run_ids, ["start", *calls])
     finally:
         service.close()
 
