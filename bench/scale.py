@@ -362,10 +362,13 @@ def summarise(results: list[dict], overhead: float) -> None:
     by_label = {r["label"]: r for r in results}
     single = by_label["1 process (role all)"]
     two_two = by_label["2 API + 2 workers"]
-    two_api = max(by_label[label]["accepted"] / by_label[label]["elapsed"]
-                  for label in ("2 API + 1 worker", "2 API + 2 workers", "2 API, then 2 workers"))
+    intake = by_label["2 API, then 2 workers"]
+    two_api = intake["accepted"] / intake["elapsed"]
+    busy = ", ".join(f"{by_label[label]['accepted'] / by_label[label]['elapsed']:.0f}/s with {label[8:]} executing"
+                     for label in ("2 API + 1 worker", "2 API + 2 workers"))
     checks = [
-        (f"accepted/s with 2 API processes: {two_api:.0f}", f">= {ACCEPTED_TARGET}", two_api >= ACCEPTED_TARGET),
+        (f"accepted/s with 2 API processes: {two_api:.0f} (intake alone; {busy} on the same cores)",
+         f">= {ACCEPTED_TARGET}", two_api >= ACCEPTED_TARGET),
         (f"executed/s 2 API + 2 workers {two_two['executed']:.1f} vs single process {single['executed']:.1f}",
          "not lower", two_two["executed"] >= single["executed"]),
         (f"per-node overhead {overhead:.2f} ms", f"<= {NODE_TARGET_MS:g} ms", overhead <= NODE_TARGET_MS),
