@@ -195,10 +195,12 @@ def test_a_worker_killed_mid_burst_loses_no_run_and_repeats_no_completed_step(cl
 class SlowService:
     """An HTTP service on 127.0.0.1 that answers GET /call/<node>?run=<id> after `delay` seconds and
     counts the calls per (run, node): what a workflow's external side effects (an order placed, a
-    mail sent) see."""
+    mail sent) see. Each further call to a node waits `stagger` seconds longer, so runs executing
+    side by side reach their next step at different moments."""
 
-    def __init__(self, delay: float):
+    def __init__(self, delay: float, stagger: float = 0.5):
         self.delay = delay
+        self.stagger = stagger
         self.calls: Counter = Counter()
         self.lock = threading.Lock()
         service = self
@@ -206,9 +208,11 @@ class SlowService:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
                 path, _, query = self.path.partition("?run=")
+                node = path.rpartition("/")[2]
                 with service.lock:
-                    service.calls[(query, path.rpartition("/")[2])] += 1
-                time.sleep(service.delay)
+                    earlier = sum(1 for (_run, called) in service.calls if called == node)
+                    service.calls[(query, node)] += 1
+                time.sleep(service.delay + service.stagger * earlier)
                 body = f"called {path} for {query}".encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
@@ -241,10 +245,10 @@ def queue_idle(cluster: Cluster, run_ids: set[str]) -> bool:
 
 def test_a_worker_stopped_with_sigterm_hands_its_runs_back_after_the_step_and_nothing_runs_twice(cluster, apis):
     """A graceful stop (a deploy) while each run is in the first of three calls that each outlast
-    POWERON_WORKER_TIMEOUT_SECONDS: the stopping worker finishes that step and hands its runs back
-    (it stops well before it could have made the other two calls); no other worker takes a run
-    over while it still executes there, so every call is made once per run and no step completes
-    twice."""
+    POWERON_WORKER_TIMEOUT_SECONDS: the stopping worker finishes that step and hands its runs back,
+    each as its call returns (they return one after another), so it stops well before it could
+    have made the other two calls; no other worker takes a run over while it still executes there,
+    so every call is made once per run and no step completes twice."""
     delay = float(CLUSTER_ENV["POWERON_WORKER_TIMEOUT_SECONDS"]) + 2
     service = SlowService(delay)
     try:
