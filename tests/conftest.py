@@ -78,16 +78,21 @@ def _find_pg_bindir() -> Path | None:
     return None
 
 
-def _install_postgres() -> str:
-    """apt-get install postgresql (updating the package lists when needed); returns a log."""
+def _apt_install(*arguments: str) -> str:
+    """apt-get install `arguments` (updating the package lists when needed); returns a log."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "postgresql"]
+    install = ["apt-get", "install", "-y", "-q", *arguments]
     result = subprocess.run(install, capture_output=True, text=True, env=env)
     if result.returncode == 0:
         return result.stdout
     update = subprocess.run(["apt-get", "update", "-q"], capture_output=True, text=True, env=env)
     result = subprocess.run(install, capture_output=True, text=True, env=env)
     return update.stdout + update.stderr + result.stdout + result.stderr
+
+
+def _install_postgres() -> str:
+    """apt-get install postgresql; returns a log."""
+    return _apt_install("postgresql")
 
 
 def _as_pg_user(args: list[str]) -> list[str]:
@@ -386,15 +391,8 @@ def ai_server(monkeypatch: pytest.MonkeyPatch):
 
 
 def _install_redis() -> str:
-    """apt-get install redis-server (updating the package lists when needed); returns a log."""
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "redis-server"]
-    result = subprocess.run(install, capture_output=True, text=True, env=env)
-    if result.returncode == 0:
-        return result.stdout
-    update = subprocess.run(["apt-get", "update", "-q"], capture_output=True, text=True, env=env)
-    result = subprocess.run(install, capture_output=True, text=True, env=env)
-    return update.stdout + update.stderr + result.stdout + result.stderr
+    """apt-get install redis-server; returns a log."""
+    return _apt_install("--no-install-recommends", "redis-server")
 
 
 def _redis_binary() -> tuple[str | None, str]:

@@ -29,13 +29,14 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.integration.trigger_support import create_published
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ADMIN_USER = "admin"
@@ -318,16 +319,7 @@ def psycopg_dsn(db_url: str) -> str:
 
 def create_workflow(api: Api, graph: dict[str, Any], active: bool = True) -> str:
     """A workflow with `graph`, created, published and activated through the REST API; its id."""
-    created = api.client.post(f"{api.base()}/workflows", json={"name": f"wf-{uuid.uuid4().hex}", "graph": graph},
-                              headers=api.auth)
-    assert created.status_code == 201, created.text
-    workflow_id = created.json()["id"]
-    published = api.client.post(f"{api.base()}/workflows/{workflow_id}/publish", headers=api.auth)
-    assert published.status_code == 200, published.text
-    if active:
-        patched = api.client.patch(f"{api.base()}/workflows/{workflow_id}", json={"active": True}, headers=api.auth)
-        assert patched.status_code == 200, patched.text
-    return workflow_id
+    return create_published(api, graph, active=active)
 
 
 def chain_graph(trigger: dict[str, Any], nodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
