@@ -332,6 +332,10 @@ class WorkflowRun(SQLModel, table=True):
     # A test run: one of a draft (the editor's Test run, step mode, REST runs of the draft) and its
     # retries. The Monitor shows production runs unless asked for test runs.
     test: bool = Field(default=False, sa_column_kwargs={"server_default": text("false")})
+    # The execution that may write the run's steps now (a token each RunEngine.execute claims as it
+    # starts): an execution superseded by a later one (its worker was taken for dead and the run
+    # continued elsewhere) finds its next step refused and stops without writing it.
+    execution: str | None = Field(default=None, max_length=32)
 
 
 class RunStepLog(SQLModel, table=True):

@@ -31,6 +31,7 @@ import logging
 import threading
 import time
 import traceback
+import uuid
 from collections import OrderedDict
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -79,6 +80,13 @@ CANCEL_CHECK_SECONDS = 0.05
 _RUNS = WorkflowRun.__table__
 _SNAPSHOTS = WorkflowGraphSnapshot.__table__
 _UPDATE_CONTEXT = update(_RUNS).where(_RUNS.c.id == bindparam("run_id")).values(context=bindparam("context"))
+_FENCED_CONTEXT = (update(_RUNS).where(_RUNS.c.id == bindparam("run_id"), _RUNS.c.execution == bindparam("token"))
+                   .values(context=bindparam("context")))
+_CLAIM = update(_RUNS).where(_RUNS.c.id == bindparam("run_id")).values(execution=bindparam("token"))
+
+
+class Superseded(Exception):
+    """Another execution of the run started after this one: this one stops without writing its step."""
 
 _pool_lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -286,6 +294,7 @@ class RunEngine:
         # Only a run that got somewhere can have been interrupted.
         self.attempt_base = self._interrupted_attempts() if self.outputs else {}
         self.status_checked_at = float("-inf")
+        self.execution: str | None = None  # this execution's token once execute() claimed the run
 
     def _interrupted_attempts(self) -> dict[str, int]:
         """Per ready node whose last logged attempt failed (a stopped process was waiting to
@@ -304,6 +313,8 @@ class RunEngine:
     def execute(self) -> WorkflowRun:
         """Run ready nodes until none is left or the run leaves `running`."""
         try:
+            if self.run.status == lifecycle.RUNNING:
+                self.claim()
             while self.run.status == lifecycle.RUNNING:
                 ready = self.frontier.get_ready()
                 if not ready and self.suspended:
@@ -342,9 +353,21 @@ class RunEngine:
                     crashpoints.reach(self.crash_at, "after_step_commit", node_id)
                 if self.run.status == lifecycle.RUNNING and self.run.mode == "step" and self.frontier.is_active():
                     self.pause("step")
+        except Superseded:
+            self.session.rollback()
+            log.warning("run %s: a later execution took it over; this one stopped before writing its step",
+                        self.run.id)
         except Exception as exc:  # noqa: BLE001 - the engine must leave every run in a final state
             self.crash(exc)
         return self.run
+
+    def claim(self) -> None:
+        """Fence out any earlier execution of this run: from now on only this one's steps are written."""
+        self.execution = uuid.uuid4().hex
+        with write_gate():
+            self.session.execute(_CLAIM, {"run_id": self.run.id, "token": self.execution})
+            set_committed_value(self.run, "execution", self.execution)
+            self.session.commit()
 
     def hand_back(self) -> None:
         """This process stops taking runs: the run, persisted after its last step, goes back to the
@@ -393,7 +416,11 @@ class RunEngine:
             frontier["ready"] = [*running, *frontier["ready"]]
         context = {"outputs": dict(self.outputs), "frontier": frontier,
                    "loops": dict(self.loops), "ends": dict(self.ends), "suspended": dict(self.suspended)}
-        self.session.execute(_UPDATE_CONTEXT, {"run_id": self.run.id, "context": context})
+        if self.execution is None:  # a resume or a failure outside an execution (a task, a timer)
+            self.session.execute(_UPDATE_CONTEXT, {"run_id": self.run.id, "context": context})
+        elif self.session.execute(_FENCED_CONTEXT, {"run_id": self.run.id, "token": self.execution,
+                                                    "context": context}).rowcount == 0:
+            raise Superseded(self.run.id)
         set_committed_value(self.run, "context", context)
         self.session.commit()
 

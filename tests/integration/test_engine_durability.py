@@ -28,7 +28,7 @@ from tests.integration.test_engine import LOOP, START, approval_graph, edge, ran
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 # Starts one run per (workflowId, input) argument pair, in order, as the admin; prints each
-# run id as soon as the run exists (committed with its handing to the run queue), then waits for it
+# run id as soon as the run exists, commits it (which hands it to the run queue), then waits for it
 # to come to rest. The crash point, if set, kills the process.
 START_RUNS = """
 import json, sys
@@ -43,8 +43,8 @@ for workflow_id, data in zip(sys.argv[1::2], sys.argv[2::2]):
         workflow = session.get(Workflow, workflow_id)
         admin = session.exec(select(User).where(User.username == "admin")).one()
         run = executor.start_run(session, admin, workflow, service.draft_version(session, workflow), json.loads(data))
+        print(run.id, flush=True)  # before the commit hands it to a run thread, which may reach the crash point first
         session.commit()
-        print(run.id, flush=True)
     queue.wait_for_rest(run.id, 120)  # it executes on a run thread (SQLite) or the queue's worker (PostgreSQL)
 """
 

@@ -22,7 +22,7 @@ from sqlmodel import select
 
 from backend.config import get_settings, reset_settings_cache
 from backend.db import session_scope
-from backend.db.models import RunStepLog, User, Workflow
+from backend.db.models import RunStepLog, User, Workflow, WorkflowRun
 from backend.engine import executor
 from backend.engine import queue as run_queue
 from backend.workflows import service
@@ -193,3 +193,22 @@ def test_a_running_run_without_a_job_is_queued_again(api, api_role):
     run_queue.start_consumer()
     run_queue.wait_for_rest(run["id"], 60)
     assert run_status(run["id"]) == "completed"
+
+
+def test_an_execution_taken_over_elsewhere_writes_no_further_step(api, api_role):
+    """A worker taken for dead while it still runs (a long pause) is fenced out: once another execution
+    of the run started, the first one's next step is refused and nothing of it is written."""
+    run = start_draft_run(api, CHAIN, {"n": 4})
+    with session_scope() as stale_session, session_scope() as session:
+        stale = executor.RunEngine(stale_session, stale_session.get(WorkflowRun, run["id"]))
+        stale.claim()  # the first execution starts ...
+        taken_over = executor.RunEngine(session, session.get(WorkflowRun, run["id"])).execute()  # ... another one
+        assert taken_over.status == "completed"
+        node_id = stale.frontier.get_ready()[0]
+        stale.frontier.take(node_id)
+        stale.apply(node_id, stale.attempt_node(stale_session, node_id))
+        with pytest.raises(executor.Superseded):
+            stale.persist()
+        stale_session.rollback()
+    assert run_status(run["id"]) == "completed"
+    assert completed_steps(run["id"]) == Counter({"start": 1, "a": 1, "b": 1})
