@@ -58,7 +58,7 @@ def test_every_route_but_health_and_login_needs_a_bearer_token(api):
     for path, methods in paths.items():
         if path in public or path.startswith(public_prefixes):
             continue
-        url = path.replace("{instanceId}", api.instance_id).replace("{workflowId}", "x")
+        url = path.replace("{instanceId}", api.instance_id).replace("{workflowId}", "x").replace("{type}", "msft")
         for method in methods:
             response = api.client.request(method.upper(), url, headers={"Authorization": "Bearer pon_bogus"})
             assert response.status_code == 401, (method, path, response.text)
