@@ -10,9 +10,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMPS := .stamps
-PORT ?= 3000
 UI_PORT ?= 3000
 API_PORT ?= 8000
+# make run serves UI and API on one port: PORT, or UI_PORT when only that is given (the make dev habit
+# `make run UI_PORT=3100 API_PORT=8100` then serves everything on 3100; API_PORT is for make dev only).
+PORT ?= $(UI_PORT)
 
 export REFLEX_USE_NPM := 1
 export REFLEX_TELEMETRY_ENABLED := false
@@ -71,6 +73,7 @@ run: setup
 	@mkdir -p data
 	@echo "PowerOn: building the production frontend, then serving UI and API on http://localhost:$(PORT)" \
 	  "(API http://localhost:$(PORT)/api/health, docs /api/docs)"
+	@if [ "$(origin API_PORT)" = "command line" ]; then echo "PowerOn: API_PORT is for make dev; make run serves the API on port $(PORT) too, under /api"; fi
 	PATH="$$(cat $(STAMPS)/node.path):$$PATH" exec scripts/supervise.sh \
 	  $(VENV)/bin/reflex run --env prod --frontend-port $(PORT) --backend-port $(PORT) --loglevel warning
 
