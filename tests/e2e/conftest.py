@@ -84,20 +84,23 @@ def _node_bin() -> str:
     ).stdout.strip()
 
 
-def _wait_until_up(app: RunningApp, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
+def wait_until_serving(process: subprocess.Popen, api_url: str, login_url: str, log: Path, what: str,
+                       timeout: float = START_TIMEOUT) -> None:
+    """Wait until `process` answers /api/health on `api_url` and the login page at `login_url`; fail with
+    the end of its `log` when it exits first or takes longer than `timeout` seconds."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"reflex run exited with {process.returncode}:\n{app.log.read_text()[-4000:]}")
+            raise RuntimeError(f"{what} exited with {process.returncode}:\n{log.read_text()[-4000:]}")
         try:
-            health = httpx.get(f"{app.api_url}/api/health", timeout=2)
-            page = httpx.get(f"{app.ui_url}/login", timeout=5)
+            health = httpx.get(f"{api_url}/api/health", timeout=2)
+            page = httpx.get(login_url, timeout=5)
             if health.status_code == 200 and page.status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(1)
-    raise RuntimeError(f"app did not come up in {START_TIMEOUT}s:\n{app.log.read_text()[-4000:]}")
+    raise RuntimeError(f"{what} did not serve {api_url} in {timeout}s:\n{log.read_text()[-4000:]}")
 
 
 def _msft_env(graph: MsGraph) -> dict[str, str]:
@@ -162,7 +165,7 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
             )
         app = RunningApp(ui_url, api_url, log, provider, ai, imap, smtp, graph)
         try:
-            _wait_until_up(app, process)
+            wait_until_serving(process, app.api_url, f"{app.ui_url}/login", app.log, "reflex run")
             yield app
         finally:
             os.killpg(process.pid, signal.SIGTERM)

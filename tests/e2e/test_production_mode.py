@@ -24,7 +24,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ADMIN_PASSWORD, PROJECT_ROOT, _free_port
+from tests.e2e.conftest import ADMIN_PASSWORD, PROJECT_ROOT, _free_port, wait_until_serving
 from tests.e2e.test_editor_ui import new_workflow, select
 from tests.e2e.test_workflows_ui import sign_in
 
@@ -84,19 +84,7 @@ def _app_env(data: Path, extra: dict[str, str]) -> dict[str, str]:
 
 
 def _wait_until_up(app: ProdApp) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if app.process.poll() is not None:
-            raise RuntimeError(f"make run exited with {app.process.returncode}:\n{app.log.read_text()[-4000:]}")
-        try:
-            health = httpx.get(f"{app.url}/api/health", timeout=2)
-            page = httpx.get(f"{app.url}/login/", timeout=5)
-            if health.status_code == 200 and page.status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(1)
-    raise RuntimeError(f"make run did not serve {app.url} in {START_TIMEOUT}s:\n{app.log.read_text()[-4000:]}")
+    wait_until_serving(app.process, app.url, f"{app.url}/login/", app.log, "make run", START_TIMEOUT)
 
 
 @pytest.fixture
