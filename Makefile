@@ -28,7 +28,6 @@ run: export POWERON_UI_URL ?= http://localhost:$(PORT)
 dev: export REFLEX_API_URL ?= http://localhost:$(API_PORT)
 dev: export POWERON_API_URL ?= http://localhost:$(API_PORT)
 dev: export POWERON_UI_URL ?= http://localhost:$(UI_PORT)
-worker: export POWERON_ROLE := worker
 
 .PHONY: run dev worker test bench setup setup-test system-deps lint clean
 
@@ -86,6 +85,7 @@ dev: setup
 
 # A run-queue worker (backend/worker.py): executes runs, serves no HTTP; needs POWERON_DB_URL on PostgreSQL.
 worker: setup
+	@# POWERON_ROLE defaults to worker in the process itself (backend/worker.py), not for the set-up before it
 	exec $(PY) -m backend.worker
 
 test: setup-test
