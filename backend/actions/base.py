@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,10 @@ class Action:
             node, they reach the action as written, not evaluated as workflow expressions.
         needs: what it needs beyond the embedded default installation, as ids of
             backend/workflows/requirements.py (e.g. "ai": an AI provider; "webSearch").
+        input_schema_json: for an action known only at run time (a tool of an external MCP
+            server, a workflow exposed as a tool): its parameters' JSON Schema as canonical JSON
+            text. When set, `params_model` is not used: the parameters are checked against this
+            schema (jsonschema) and reach `fn` as a dict.
     """
 
     id: str
@@ -76,6 +81,7 @@ class Action:
     raw_parameters: frozenset[str] = frozenset()
     needs: tuple[str, ...] = ()
     connection_types: tuple[str, ...] = ()
+    input_schema_json: str | None = None
 
     def __post_init__(self) -> None:
         if self.connection_type and not self.connection_types:
@@ -91,6 +97,8 @@ class Action:
         return f"resource.toolbox.{self.toolbox}.{self.id}"
 
     def parameters_schema(self) -> dict[str, Any]:
+        if self.input_schema_json is not None:
+            return json.loads(self.input_schema_json)
         return self.params_model.model_json_schema()
 
     def output_schema(self) -> dict[str, Any] | None:

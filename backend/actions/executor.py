@@ -7,9 +7,12 @@ their feature instances (REST), guarded by the platform's TOOLBOXES_ITEM.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 from typing import Any
 
+import jsonschema
 from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
 
@@ -41,6 +44,37 @@ def _jsonable(output: Any) -> Any:
     return output
 
 
+class SchemaViolation(ValueError):
+    """Parameters that do not match an action's JSON Schema (actions known only at run time)."""
+
+
+def _parsed_parameters(action: Action, params: dict[str, Any]) -> Any:
+    """The parameters as the action's fn takes them: its pydantic model, or for an action with a
+    JSON Schema of its own (input_schema_json) the dict itself once it matches the schema."""
+    if action.input_schema_json is None:
+        return action.params_model.model_validate(params)
+    if not isinstance(params, dict):
+        raise SchemaViolation("parameters: expected a JSON object")
+    validator = _schema_validator(action.input_schema_json)
+    problems = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
+    if problems:
+        raise SchemaViolation("; ".join(
+            f"{'.'.join(str(p) for p in e.absolute_path) or 'parameters'}: {e.message}" for e in problems[:5]))
+    return params
+
+
+@functools.lru_cache(maxsize=512)
+def _schema_validator(schema_json: str) -> Any:
+    schema = json.loads(schema_json)
+    validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError:
+        # A foreign server's broken schema must not make its tool uncallable: check the basics only.
+        return jsonschema.Draft202012Validator({"type": "object"})
+    return validator_class(schema)
+
+
 def may_run(access: AccessContext, action: Action, mandate_id: str | None, instance_id: str | None) -> bool:
     """Whether the user may call `action` in (mandate, instance): its RESOURCE item
     `resource.toolbox.<toolbox>.<id>` (a rule on `resource.toolbox.<toolbox>.*` allows the box)."""
@@ -60,10 +94,12 @@ def execute_action(
     if found is None:
         return ActionResult(action_id, False, error=f"unknown action id '{action_id}'", error_kind="unknown")
     try:
-        parsed = found.params_model.model_validate(params or {})
+        parsed = _parsed_parameters(found, params or {})
     except ValidationError as exc:
         return ActionResult(action_id, False, error=f"invalid parameters for {action_id}: {_field_errors(exc)}",
                             error_kind="invalid")
+    except SchemaViolation as exc:
+        return ActionResult(action_id, False, error=f"invalid parameters for {action_id}: {exc}", error_kind="invalid")
     if not may_run(context.access, found, context.mandate_id, context.feature_instance_id):
         return ActionResult(action_id, False, error=f"your roles do not allow {action_id} "
                                                      f"(toolbox {found.toolbox})", error_kind="forbidden")

@@ -10,7 +10,7 @@ from typing import Any
 
 from backend.actions.base import Action, ActionContext, ActionResult
 from backend.actions.executor import execute_action
-from backend.actions.registry import get_registry
+from backend.actions.registry import ActionRegistry, get_registry
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 TOOL_RESULT_LIMIT = 12_000
@@ -121,17 +121,19 @@ def _tool_definition(action: Action) -> dict[str, Any]:
     }
 
 
-def action_for_tool(name: str) -> Action | None:
-    """The action a tool name stands for."""
-    for candidate in get_registry().actions.values():
+def action_for_tool(name: str, registry: ActionRegistry | None = None) -> Action | None:
+    """The action a tool name stands for (in `registry`, by default the static library)."""
+    for candidate in (registry or get_registry()).actions.values():
         if tool_name(candidate.id) == name:
             return candidate
     return None
 
 
-def execute_tool_call(name: str, arguments: str | dict[str, Any] | None, context: ActionContext) -> ActionResult:
-    """Run the action behind a tool call; strict mode's explicit nulls mean "not given"."""
-    found = action_for_tool(name)
+def execute_tool_call(name: str, arguments: str | dict[str, Any] | None, context: ActionContext,
+                      registry: ActionRegistry | None = None) -> ActionResult:
+    """Run the action behind a tool call (in `registry`, by default the static library);
+    strict mode's explicit nulls mean "not given"."""
+    found = action_for_tool(name, registry)
     if found is None:
         return ActionResult(name, False, error=f"unknown tool '{name}'", error_kind="unknown")
     try:
@@ -141,7 +143,7 @@ def execute_tool_call(name: str, arguments: str | dict[str, Any] | None, context
     if not isinstance(parsed, dict):
         return ActionResult(found.id, False, error="tool arguments must be a JSON object", error_kind="invalid")
     given = {k: v for k, v in parsed.items() if v is not None}
-    return execute_action(found.id, given, context)
+    return execute_action(found.id, given, context, registry)
 
 
 def truncate_for_agent(text: str, limit: int = TOOL_RESULT_LIMIT) -> str:

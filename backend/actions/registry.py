@@ -17,6 +17,9 @@ class ActionRegistry:
     """Every action, by id, and the toolboxes that have actions."""
 
     actions: dict[str, Action]
+    # Toolboxes known only at run time (a mandate's external MCP servers, `mcp:<name>`), after
+    # the spec's; see backend/actions/catalogue.py.
+    extra_toolboxes: tuple[Toolbox, ...] = ()
 
     def get(self, action_id: str) -> Action | None:
         return self.actions.get(action_id)
@@ -27,7 +30,21 @@ class ActionRegistry:
     def toolboxes(self) -> list[Toolbox]:
         """Toolboxes in spec order, only those that have at least one action."""
         used = {a.toolbox for a in self.actions.values()}
-        return [t for t in TOOLBOXES if t.id in used]
+        return [t for t in (*TOOLBOXES, *self.extra_toolboxes) if t.id in used]
+
+    def toolbox(self, toolbox_id: str) -> Toolbox | None:
+        return next((t for t in (*TOOLBOXES, *self.extra_toolboxes) if t.id == toolbox_id), None)
+
+    def with_extra(self, actions: list[Action], toolboxes: list[Toolbox]) -> ActionRegistry:
+        """This registry and run-time actions and toolboxes (their ids must not clash)."""
+        if not actions and not toolboxes:
+            return self
+        merged = dict(self.actions)
+        for extra in actions:
+            if extra.id in merged:
+                raise ValueError(f"action id '{extra.id}' is declared twice")
+            merged[extra.id] = extra
+        return ActionRegistry(merged, (*self.extra_toolboxes, *toolboxes))
 
     def agent_tools(self, toolbox_ids: list[str]) -> list[Action]:
         return [a for a in self.actions.values() if a.agent_tool and a.toolbox in toolbox_ids]

@@ -33,7 +33,7 @@ from backend.actions.base import ActionContext
 from backend.actions.openai_tools import execute_tool_call, result_for_agent, truncate_for_agent
 from backend.agent.config import QUERY_FEATURE_INSTANCE, REQUEST_TOOLBOX, RESULT_LIMIT, AgentConfig, profile
 from backend.agent.guards import Budget, fit_history
-from backend.agent.toolset import TOOLBOX_BY_ID, Toolset
+from backend.agent.toolset import Toolset
 from backend.ai.client import AiClient, AiError, AiReply, ChatDone, TextDelta, get_ai_client
 from backend.db.models import AgentRun, AgentStep, FeatureInstance, User, utcnow
 from backend.errors import NotFound
@@ -193,7 +193,7 @@ class AgentRunner:
             ok, text = False, json.dumps({"error": error})
         else:
             context = ActionContext(self.session, self.user, self.instance.mandate_id, self.instance.id)
-            result = execute_tool_call(name, arguments, context)
+            result = execute_tool_call(name, arguments, context, self.toolset.registry)
             ok, text = result.ok, result_for_agent(result)
         self.answer_call(call_id, text)
         duration_ms = int((time.monotonic() - started) * 1000)
@@ -222,7 +222,7 @@ class AgentRunner:
                         detail={"reason": reason, "tools": tools})
             self.answer_call(call_id, text)
             yield self.event("toolbox.escalated", round=self.budget.rounds, toolboxId=box, reason=reason,
-                             tools=tools, label=TOOLBOX_BY_ID[box].label)
+                             tools=tools, label=self.toolset.registry.toolbox(box).label)
             return
         why = self.toolset.why_not_requestable(box) if box else "toolboxId is missing"
         text = json.dumps({"error": why, "requestable": sorted(requestable)})

@@ -9,14 +9,17 @@ enum lists only the toolboxes requestable now, and queryFeatureInstance (sub-age
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from backend.actions import get_registry
 from backend.actions.base import Action
+from backend.actions.catalogue import registry_for
 from backend.actions.executor import may_run
 from backend.actions.openai_tools import to_tool_definition, tool_name
-from backend.actions.toolboxes import TOOLBOXES, Toolbox
+from backend.actions.registry import ActionRegistry
+from backend.actions.toolboxes import Toolbox
 from backend.agent.config import FEATURE_DATA_TOOLBOX, QUERY_FEATURE_INSTANCE, REQUEST_TOOLBOX, AgentConfig
 from backend.connectors.store import active_connection_types, usable_connections
 from backend.connectors.types import connection_type
@@ -24,7 +27,20 @@ from backend.db.models import FeatureInstance
 from backend.features.registry import get_features
 from backend.rbac.access import AccessContext
 
-TOOLBOX_BY_ID = {t.id: t for t in TOOLBOXES}
+
+def usable_actions(access: AccessContext, instance: FeatureInstance, registry: ActionRegistry,
+                   toolbox_ids: Iterable[str]) -> dict[str, list[Action]]:
+    """The agent tools of `toolbox_ids` the user may use in `instance`, by toolbox: those they
+    have the RESOURCE right for, that their active connections serve (spec §5.3) and whose data
+    the instance has (file tools only where the feature has a file store)."""
+    connections = active_connection_types(access.session, access.user)
+    feature = get_features().get(instance.feature_code)
+    tables = set(feature.data_tables) if feature else set()
+    return {box: [action for action in registry.agent_tools([box])
+                  if action.usable_with(connections)
+                  and (action.instance_table is None or action.instance_table in tables)
+                  and may_run(access, action, instance.mandate_id, instance.id)]
+            for box in toolbox_ids}
 
 
 @dataclass
@@ -35,35 +51,29 @@ class Toolset:
     instance: FeatureInstance
     config: AgentConfig
     active: list[str] = field(default_factory=list)
+    registry: ActionRegistry = field(init=False)
     _usable: dict[str, list[Action]] = field(default_factory=dict)
     _targets: list[FeatureInstance] | None = None
 
     def __post_init__(self) -> None:
-        connections = active_connection_types(self.access.session, self.access.user)  # spec §5.3
-        feature = get_features().get(self.instance.feature_code)
-        tables = set(feature.data_tables) if feature else set()
-        registry = get_registry()
-        for box in {*self.config.initial_toolboxes, *self.config.available_toolboxes}:
-            self._usable[box] = [
-                action for action in registry.agent_tools([box])
-                if action.usable_with(connections)
-                and (action.instance_table is None or action.instance_table in tables)
-                and may_run(self.access, action, self.instance.mandate_id, self.instance.id)
-            ]
+        self.registry = registry_for(self.access.session, self.instance.mandate_id)
+        boxes = {*self.config.initial_toolboxes, *self.config.available_toolboxes}
+        self._usable = usable_actions(self.access, self.instance, self.registry, boxes)
         self.active = [box for box in self.config.initial_toolboxes if box in self._usable]
 
     # --- toolboxes ----------------------------------------------------------------------------
 
     def requestable(self) -> list[Toolbox]:
         """Toolboxes the agent may request now: configured, not yet active, with usable tools."""
-        return [TOOLBOX_BY_ID[box] for box in self.config.available_toolboxes
-                if box in TOOLBOX_BY_ID and box not in self.active and self._usable.get(box)]
+        boxes = [self.registry.toolbox(box) for box in self.config.available_toolboxes
+                 if box not in self.active and self._usable.get(box)]
+        return [box for box in boxes if box is not None]
 
     def why_not_requestable(self, box: str) -> str:
         """The reason a requested toolbox is refused (for the tool result the agent reads)."""
         if box in self.active:
             return f"toolbox '{box}' is already active; its tools are offered"
-        if box not in TOOLBOX_BY_ID:
+        if self.registry.toolbox(box) is None:
             return f"there is no toolbox '{box}'"
         if box not in self.config.available_toolboxes:
             return f"toolbox '{box}' is not available to this agent"

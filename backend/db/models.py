@@ -187,6 +187,10 @@ class AuthToken(SQLModel, table=True):
     name: str | None = Field(default=None, max_length=200)
     expires_at: datetime | None = None
     revoked: bool = False
+    # A personal API token may be narrowed: to one feature instance (REST and /mcp act only there)
+    # and to read-only tools (MCP offers only actions whose capabilities are all `read`).
+    instance_id: str | None = Field(default=None, max_length=32)
+    read_only: bool = False
     sys_created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -227,6 +231,8 @@ class Workflow(SQLModel, table=True):
     # The editor's test input (the JSON a Test run gives its trigger as `input`); a template's
     # sampleInput to begin with. None: none set.
     test_input: Any = _json_column()
+    # "Expose as MCP tool": the published version is offered as a tool at /mcp (issue 19).
+    mcp_tool: bool = False
     sys_created_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
     sys_created_at: datetime = Field(default_factory=utcnow)
     sys_modified_at: datetime = Field(default_factory=utcnow)
@@ -679,6 +685,37 @@ class Connection(SQLModel, table=True):
     secret: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     # When the stored access token stops working (OAuth types); None: it does not expire.
     expires_at: datetime | None = None
+    sys_created_at: datetime = Field(default_factory=utcnow)
+    sys_modified_at: datetime = Field(default_factory=utcnow)
+    lock_version: int = 1
+
+
+class McpServer(SQLModel, table=True):
+    """An external MCP server a mandate admin registered (issue 19); a toolbox `mcp:<name>`.
+
+    `url` is its Streamable HTTP endpoint. `secret` holds the credentials as one sealed JSON text
+    (backend/crypto.py), never returned: `{"headers": {...}}` and/or `{"oauth": {"tokenUrl",
+    "clientId", "clientSecret", "scope"}}` (OAuth 2.0 client credentials). `tools` is the tool list
+    as the server last answered it (listed at registration, refreshed on demand): a list of
+    `{name, description, inputSchema, annotations?}`. `roles` names the mandate roles that may use it
+    (written as RESOURCE rules on `resource.toolbox.mcp:<name>.*`).
+    """
+
+    __tablename__ = "mcp_server"
+    __table_args__ = (UniqueConstraint("mandate_id", "name", name="uq_mcp_server_name"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+    name: str = Field(max_length=40)
+    url: str = Field(max_length=2000)
+    description: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    auth_kind: str = Field(default="none", max_length=16)
+    secret: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    tools: Any = _json_column()
+    tools_refreshed_at: datetime | None = None
+    status: str = Field(default="active", max_length=16)
+    last_error: str | None = Field(default=None, sa_column=Column(Text))
+    sys_created_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
     sys_created_at: datetime = Field(default_factory=utcnow)
     sys_modified_at: datetime = Field(default_factory=utcnow)
     lock_version: int = 1
