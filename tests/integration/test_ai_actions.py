@@ -63,16 +63,16 @@ def run(action_id: str, params: dict[str, Any], context) -> Any:
 # --- the catalogue --------------------------------------------------------------------------
 
 
-def test_every_ai_action_is_registered_in_the_ai_toolbox_and_execute_code_is_not():
+def test_every_ai_action_is_registered_in_the_ai_toolbox():
     registry = get_registry()
     for action_id in AI_ACTIONS:
         found = registry.get(action_id)
         assert found is not None, action_id
         assert found.toolbox == "ai", action_id
-    assert registry.get("ai.executeCode") is None and registry.get("executeCode") is None
+    assert registry.get("executeCode") is None
     agent_tools = {a.id for a in registry.agent_tools(["ai"])}
     assert {"ai.summarizeContent", "ai.describeImage", "ai.generateImage", "ai.textToSpeech", "ai.speechToText",
-            "ai.neutralizeData"} <= agent_tools
+            "ai.neutralizeData", "ai.executeCode"} <= agent_tools
     nodes = {a.id for a in registry.graph_nodes()}
     assert {"ai.process", "ai.webResearch", "ai.summarize", "ai.translate", "ai.generate", "context.extract",
             "context.neutralize", "context.transform", "file.create"} <= nodes

@@ -3,7 +3,7 @@
 Agent tools (seed 004 / spec §5.2): summarizeContent, describeImage, generateImage,
 textToSpeech, speechToText, neutralizeData. Node actions (spec §3.1): ai.process,
 ai.webResearch, ai.summarize, ai.translate, ai.generate, context.extract, context.neutralize,
-context.transform, file.create. executeCode is not here: it comes with the engine's sandbox.
+context.transform, file.create. executeCode runs code in the engine's sandbox: ai_code.py.
 
 Every model call goes through `backend.ai.get_ai_client()`; without a provider the steps fail
 with a message naming OPENAI_API_KEY, provider failures name the HTTP status.
