@@ -233,9 +233,10 @@ async def _fingerprint(identity: Identity) -> str | None:
         return None
 
 
-async def watch(identity: Identity) -> AsyncIterator[None]:
-    """Yields each time the caller's tool list changed; ends when the token is no longer valid."""
-    last = await _fingerprint(identity)
+async def watch(identity: Identity, last: str | None) -> AsyncIterator[None]:
+    """Yields each time the caller's tool list changed from fingerprint `last` (taken before the
+    client was told it listens, so no change in between is missed); ends when the token no
+    longer holds."""
     while last is not None:
         await anyio.sleep(WATCH_SECONDS)
         now = await _fingerprint(identity)
@@ -255,12 +256,13 @@ async def _listen(ctx: Any, params: types.SubscriptionsListenRequestParams) -> t
     wants_tools = bool(params.notifications.tools_list_changed)
     meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
     honored = types.SubscriptionFilter(tools_list_changed=True if wants_tools else None)
+    first = await _fingerprint(identity) if wants_tools else None
     await ctx.session.send_notification(
         types.SubscriptionsAcknowledgedNotification(
             params=types.SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)),
         related_request_id=subscription_id)
     if wants_tools:
-        async for _ in watch(identity):
+        async for _ in watch(identity, first):
             await ctx.session.send_notification(event_to_notification(ToolsListChanged(), meta),
                                                 related_request_id=subscription_id)
     else:
@@ -367,12 +369,13 @@ async def _change_stream(identity: Identity, scope: Scope, receive: Receive, sen
     session = _header(scope, SESSION_HEADER)
     if session:
         headers.append((SESSION_HEADER, session.encode("latin-1")))
+    first = await _fingerprint(identity)
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     changed = json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
     event = f"event: message\r\ndata: {changed}\r\n\r\n".encode()
 
     async def announce() -> None:
-        async for _ in watch(identity):
+        async for _ in watch(identity, first):
             await send({"type": "http.response.body", "body": event, "more_body": True})
         tg.cancel_scope.cancel()  # the token no longer holds
 
