@@ -408,24 +408,30 @@ class McpEndpoint:
 
     def __init__(self) -> None:
         self.server = PowerOnMcpServer()
-        self.manager = StreamableHTTPSessionManager(self.server, stateless=True, max_request_body_size=MAX_BODY_BYTES)
-        self._running = False
+        self.manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        """Serve MCP for the lifetime of the context (once per endpoint)."""
-        async with self.manager.run():
-            self._running = True
+        """Serve MCP for the lifetime of the context. A session manager runs only once, so every
+        lifespan gets a fresh one (an app whose lifespan starts again, as test clients do);
+        entering while running already (the app's lifespan inside a host's) changes nothing."""
+        if self.manager is not None:
+            yield
+            return
+        manager = StreamableHTTPSessionManager(self.server, stateless=True, max_request_body_size=MAX_BODY_BYTES)
+        async with manager.run():
+            self.manager = manager
             try:
                 yield
             finally:
-                self._running = False
+                self.manager = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer one HTTP request at /mcp."""
         if scope["type"] != "http":
             return
-        if not self._running:
+        manager = self.manager
+        if manager is None:
             await _send_json(send, 503, _rpc_error("the MCP server is starting or stopping; try again shortly"))
             return
         try:
@@ -440,11 +446,11 @@ class McpEndpoint:
             await _change_stream(identity, scope, receive, send)
             return
         if scope["method"] != "POST":
-            await self.manager.handle_request(scope, receive, send)
+            await manager.handle_request(scope, receive, send)
             return
-        await self._post(scope, receive, send)
+        await self._post(manager, scope, receive, send)
 
-    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _post(self, manager: StreamableHTTPSessionManager, scope: Scope, receive: Receive, send: Send) -> None:
         declared = _header(scope, b"content-length")
         if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             body, gone = None, None
@@ -458,7 +464,7 @@ class McpEndpoint:
             return
         client_info = _initialize_client(body)
         session_id = _session_id(client_info) if client_info is not None else None
-        await self.manager.handle_request(scope, _replay(body, receive),
+        await manager.handle_request(scope, _replay(body, receive),
                                           _with_session_header(send, session_id) if session_id else send)
 
 
