@@ -208,8 +208,12 @@ def issue_token(session: Session, user: User, kind: str = "login", name: str | N
     return IssuedToken(token=token, user_id=user.id)
 
 
-def user_for_token(session: Session, token: str | None) -> User | None:
-    """The active user a valid, unexpired, unrevoked token belongs to, else None."""
+def token_and_user(session: Session, token: str | None) -> tuple[AuthToken, User] | None:
+    """The row of a valid, unexpired, unrevoked token and its active user, else None.
+
+    The row tells the token's narrowing (``instance_id``, ``read_only``) to callers that honour
+    it, like the MCP server (backend/mcp/server.py).
+    """
     if not token:
         return None
     row = session.exec(select(AuthToken).where(AuthToken.token_hash == token_digest(token))).first()
@@ -218,7 +222,13 @@ def user_for_token(session: Session, token: str | None) -> User | None:
     user = session.get(User, row.user_id)
     if user is None or user.disabled:
         return None
-    return user
+    return row, user
+
+
+def user_for_token(session: Session, token: str | None) -> User | None:
+    """The active user a valid, unexpired, unrevoked token belongs to, else None."""
+    found = token_and_user(session, token)
+    return found[1] if found is not None else None
 
 
 def revoke_token(session: Session, token: str) -> None:
@@ -237,8 +247,21 @@ def list_api_tokens(session: Session, user: User) -> list[AuthToken]:
     ).all())
 
 
-def create_api_token(session: Session, user: User, name: str) -> tuple[AuthToken, str]:
-    """A named personal API token; the token text is returned once and only its hash is kept."""
+def create_api_token(session: Session, user: User, name: str, instance_id: str | None = None,
+                     read_only: bool = False) -> tuple[AuthToken, str]:
+    """A named personal API token; the token text is returned once and only its hash is kept.
+
+    Args:
+        session: the database session (flushed, not committed).
+        user: the token's owner.
+        name: unique among the user's tokens.
+        instance_id: narrows the token to this feature instance (the caller checks that the
+            user may open it), None for all the user's instances.
+        read_only: offer only read tools at /mcp with this token.
+
+    Returns:
+        The stored row and the token text.
+    """
     name = clean_name(name or "", "name", 200)
     if not name:
         raise InvalidInput([FieldError("name", "must not be empty")])
@@ -247,6 +270,10 @@ def create_api_token(session: Session, user: User, name: str) -> tuple[AuthToken
     issued = issue_token(session, user, kind="api", name=name)
     session.flush()
     row = session.exec(select(AuthToken).where(AuthToken.token_hash == token_digest(issued.token))).one()
+    row.instance_id = instance_id
+    row.read_only = bool(read_only)
+    session.add(row)
+    session.flush()
     return row, issued.token
 
 

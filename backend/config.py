@@ -136,6 +136,8 @@ class Settings:
         worker_timeout_seconds: A worker silent for this long is taken for dead: another worker
             takes over its runs, continuing from their persisted frontier
             (POWERON_WORKER_TIMEOUT_SECONDS).
+        mcp_run_wait_seconds: How long a tool call of an exposed workflow at /mcp waits for its
+            run to finish before answering with the run id and status (POWERON_MCP_RUN_WAIT_SECONDS).
     """
 
     db_url: str
@@ -189,6 +191,8 @@ class Settings:
     role: str = "all"
     worker_heartbeat_seconds: float = 5.0
     worker_timeout_seconds: float = 30.0
+    # --- MCP server (issue 19) ---
+    mcp_run_wait_seconds: float = 60.0
 
     @property
     def shared_queue(self) -> bool:
@@ -482,6 +486,8 @@ def get_settings() -> Settings:
         role=_role(db_url),
         worker_heartbeat_seconds=_seconds("POWERON_WORKER_HEARTBEAT_SECONDS", 5.0),
         worker_timeout_seconds=_seconds("POWERON_WORKER_TIMEOUT_SECONDS", 30.0),
+        # MCP server (issue 19)
+        mcp_run_wait_seconds=_seconds("POWERON_MCP_RUN_WAIT_SECONDS", 60.0, zero_ok=True),
     )
 
 

@@ -78,10 +78,11 @@ def stop_background_services() -> None:
 
 
 @asynccontextmanager
-async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     await asyncio.to_thread(start_background_services)
     try:
-        yield
+        async with app.state.mcp.run():  # the MCP server at /mcp (backend/mcp/server.py)
+            yield
     finally:
         await asyncio.to_thread(stop_background_services)
 

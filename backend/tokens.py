@@ -24,9 +24,15 @@ class ApiTokens(Door):
         return auth.list_api_tokens(self.access.session, self.access.user)
 
     @guarded("authenticated")
-    def create(self, name: str) -> tuple[AuthToken, str]:
-        """A new named token and its text, shown once (only its hash is kept)."""
-        return auth.create_api_token(self.access.session, self.access.user, name)
+    def create(self, name: str, instance_id: str | None = None, read_only: bool = False) -> tuple[AuthToken, str]:
+        """A new named token and its text, shown once (only its hash is kept).
+
+        `instance_id` narrows it to one feature instance the user may open (NotFound for any
+        other, like a missing one); `read_only` limits it to read tools at /mcp.
+        """
+        if instance_id is not None:
+            instance_id = self.access.require_instance(instance_id).id
+        return auth.create_api_token(self.access.session, self.access.user, name, instance_id, read_only)
 
     @guarded("authenticated")
     def revoke(self, token_id: str) -> None:

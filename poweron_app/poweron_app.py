@@ -1,5 +1,7 @@
 """Builds the Reflex app: pages, the REST API mounted on the backend, start-up preparation."""
 
+from contextlib import asynccontextmanager
+
 import reflex as rx
 
 from backend.api.app import create_api
@@ -36,8 +38,20 @@ def _prepare_database() -> None:
     start_background_services()
 
 
-app = rx.App(api_transformer=create_api())
+api = create_api()
+
+
+@asynccontextmanager
+async def _serve_mcp():
+    # Reflex runs its own lifespan, not the mounted API's: the MCP server at /mcp (its session
+    # manager's task group) lives for this process's lifetime here (backend/mcp/server.py).
+    async with api.state.mcp.run():
+        yield
+
+
+app = rx.App(api_transformer=api)
 app.register_lifespan_task(_prepare_database)
+app.register_lifespan_task(_serve_mcp)
 
 # Dynamic route first, so that no fixed route is taken for it. Public: no sign-in, no shell.
 app.add_page(form_page, route="/forms/[workflow_id]", title="Form · PowerOn", on_load=FormPageState.load)

@@ -7,6 +7,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.routing import Route
 
 from backend import __version__
 from backend.api.actions import router as actions_router
@@ -25,6 +26,8 @@ from backend.api.triggers import router as triggers_router
 from backend.db.models import ImmutableVersionError
 from backend.errors import Conflict, Forbidden, InvalidInput, NotFound
 from backend.features.registry import get_features
+from backend.mcp.server import PATH as MCP_PATH
+from backend.mcp.server import McpEndpoint, lifespan_of
 from backend.statemachines import ConcurrentTransition, IllegalTransition
 
 log = logging.getLogger(__name__)
@@ -53,14 +56,26 @@ def _handler(status: int):
 
 
 def create_api() -> FastAPI:
-    """The REST API, ready to mount on the Reflex backend or to serve on its own."""
+    """The REST API, ready to mount on the Reflex backend or to serve on its own.
+
+    It also serves the MCP server at /mcp (backend/mcp/server.py; not part of the OpenAPI schema),
+    `api.state.mcp`, whose `run()` the serving process's lifespan enters: this app's own lifespan
+    does (TestClient, uvicorn), backend/runtime.py's `create_app` composes it with the background
+    services, and under Reflex (which does not run a mounted app's lifespan) a lifespan task of
+    poweron_app/poweron_app.py does.
+    """
+    mcp = McpEndpoint()
     api = FastAPI(
         title="PowerOn Unified API",
         version=__version__,
         openapi_url="/api/openapi.json",
         docs_url="/api/docs",
         redoc_url=None,
+        lifespan=lifespan_of(mcp),
     )
+    api.state.mcp = mcp
+    # A plain route, so that /mcp itself answers (a mount would redirect it to /mcp/).
+    api.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     api.add_middleware(InputGuard)  # JSON bodies: UTF-8, at most 64 levels, no lone surrogates (issue 15)
     api.add_exception_handler(RequestValidationError, _request_validation)
     api.add_exception_handler(InvalidInput, _handler(422))

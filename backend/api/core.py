@@ -142,8 +142,9 @@ def list_tokens(user: CurrentUser, session: DbSession) -> list[ApiTokenOut]:
              **declared_by(ApiTokens.create))
 def create_token(body: ApiTokenCreate, user: CurrentUser, session: DbSession) -> ApiTokenCreated:
     """A new named personal API token; copy the token now, it is stored only hashed."""
-    row, token = ApiTokens(AccessContext(session, user)).create(body.name)
-    return ApiTokenCreated(id=row.id, name=row.name, sys_created_at=row.sys_created_at, token=token)
+    row, token = ApiTokens(AccessContext(session, user)).create(body.name, body.instance_id, body.read_only)
+    return ApiTokenCreated(id=row.id, name=row.name, sys_created_at=row.sys_created_at, token=token,
+                           instance_id=row.instance_id, read_only=row.read_only)
 
 
 @router.delete("/me/tokens/{tokenId}", status_code=204, tags=["auth"], **declared_by(ApiTokens.revoke))

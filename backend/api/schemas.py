@@ -53,12 +53,14 @@ class WorkflowCreate(StrictCamelModel):
 
 
 class WorkflowPatch(StrictCamelModel):
-    """Only the fields given change; `testInput: null` clears the test input."""
+    """Only the fields given change; `testInput: null` clears the test input; `mcpTool` switches
+    "expose as MCP tool" (the published version becomes a tool at /mcp)."""
 
     name: str | None = None
     description: str | None = None
     active: bool | None = None
     test_input: Any = None
+    mcp_tool: bool | None = None
 
 
 class DraftPut(StrictCamelModel):
@@ -111,6 +113,7 @@ class WorkflowOut(CamelModel):
     sys_modified_at: datetime
     draft_version: int | None = None
     published_version: int | None = None
+    mcp_tool: bool = False
 
 
 class WorkflowDetail(WorkflowOut):
@@ -200,13 +203,20 @@ class RunOut(CamelModel):
 
 
 class ApiTokenCreate(StrictCamelModel):
+    """`instanceId` narrows the token to one feature instance you may open (REST and /mcp act only
+    there); `readOnly` offers only read tools at /mcp."""
+
     name: str
+    instance_id: str | None = None
+    read_only: bool = False
 
 
 class ApiTokenOut(CamelModel):
     id: str
     name: str | None
     sys_created_at: datetime
+    instance_id: str | None = None
+    read_only: bool = False
 
 
 class ApiTokenCreated(ApiTokenOut):

@@ -129,8 +129,10 @@ def update_workflow(
     description: str | None = None,
     active: bool | None = None,
     test_input: Any = UNCHANGED,
+    mcp_tool: bool | None = None,
 ) -> Workflow:
-    """Rename, describe or (de)activate a workflow, or set its test input (None: none)."""
+    """Rename, describe or (de)activate a workflow, set its test input (None: none) or switch
+    "expose as MCP tool" (its published version is then a tool at /mcp, backend/mcp/)."""
     if name is not None:
         new_name = _clean_name(name)
         if new_name != workflow.name:
@@ -146,6 +148,9 @@ def update_workflow(
         workflow.active = bool(active)
         _audit(workflow, user, "activated" if active else "deactivated")
         changes.notify_on_commit(session, workflow.id)  # the scheduler (un)registers its jobs
+    if mcp_tool is not None and mcp_tool != workflow.mcp_tool:
+        workflow.mcp_tool = bool(mcp_tool)
+        _audit(workflow, user, "exposedAsMcpTool" if mcp_tool else "hiddenFromMcp")
     workflow.sys_modified_at = utcnow()
     workflow.lock_version += 1
     session.add(workflow)

@@ -314,7 +314,9 @@ def test_personal_api_tokens_create_list_use_and_revoke(api, acme):
     created = api.client.post(tokens, json={"name": "ci"}, headers=acme.admin)
     assert created.status_code == 201
     body = created.json()
-    assert set(body) == {"id", "name", "sysCreatedAt", "token"} and body["token"].startswith("pon_")
+    assert set(body) == {"id", "name", "sysCreatedAt", "token", "instanceId", "readOnly"}
+    assert body["token"].startswith("pon_")
+    assert body["instanceId"] is None and body["readOnly"] is False
     assert api.client.post(tokens, json={"name": "ci"}, headers=acme.admin).status_code == 409
     assert api.client.post(tokens, json={"name": " "}, headers=acme.admin).status_code == 422
 

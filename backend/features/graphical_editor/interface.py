@@ -282,11 +282,13 @@ class GraphicalEditorInterface(Door):
 
     @guarded(DATA, WORKFLOW_DATA, "update")
     def update_workflow(self, workflow: Workflow, name: Any = None, description: str | None = None,
-                        active: bool | None = None, test_input: Any = service.UNCHANGED) -> Workflow:
-        """Rename, describe, switch (in)active or set the test input of a workflow the caller may change."""
+                        active: bool | None = None, test_input: Any = service.UNCHANGED,
+                        mcp_tool: bool | None = None) -> Workflow:
+        """Rename, describe, switch (in)active, set the test input or switch "expose as MCP tool"
+        of a workflow the caller may change."""
         self._require_row("update", workflow, "workflows")
         return service.update_workflow(self.session, self.user, workflow, self.instance, name, description, active,
-                                       test_input)
+                                       test_input, mcp_tool)
 
     @guarded(DATA, WORKFLOW_DATA, "delete")
     def delete_workflow(self, workflow: Workflow) -> None:
@@ -389,6 +391,16 @@ class GraphicalEditorInterface(Door):
         return assignee_choices(self.session, self.instance)
 
     # --- runs -----------------------------------------------------------------------------------
+
+    @guarded(RESOURCE, EXECUTE)
+    @guarded(DATA, RUN_DATA, "create")
+    @guarded(DATA, WORKFLOW_DATA, "read")
+    def mcp_tool_workflows(self) -> list[tuple[Workflow, WorkflowVersion]]:
+        """The workflows exposed as MCP tools that the caller may read and run: each with its
+        published version (one without is not offered), oldest first (stable tool names)."""
+        exposed = [w for w in self.list_workflows() if w.mcp_tool]
+        found = [(w, service.published_version(self.session, w)) for w in exposed]
+        return sorted(((w, v) for w, v in found if v is not None), key=lambda p: (p[0].sys_created_at, p[0].id))
 
     @guarded(RESOURCE, EXECUTE)
     @guarded(DATA, RUN_DATA, "create")

@@ -108,7 +108,7 @@ def get_workflow(workflow_id: WorkflowId, iface: Iface) -> WorkflowDetail:
 def patch_workflow(workflow_id: WorkflowId, body: WorkflowPatch, iface: Iface) -> WorkflowDetail:
     workflow = iface.get_workflow(workflow_id)
     test_input = body.test_input if "test_input" in body.model_fields_set else service.UNCHANGED
-    iface.update_workflow(workflow, body.name, body.description, body.active, test_input)
+    iface.update_workflow(workflow, body.name, body.description, body.active, test_input, body.mcp_tool)
     return workflow_detail(iface.workflow_view(workflow))
 
 
