@@ -7,7 +7,7 @@ user's token is "not found", exactly like a missing one (``backend.auth`` keeps 
 from __future__ import annotations
 
 from backend import auth
-from backend.db.models import AuthToken
+from backend.db.models import AuthToken, FeatureInstance
 from backend.rbac.access import AccessContext
 from backend.rbac.door import Door, guarded
 
@@ -33,6 +33,11 @@ class ApiTokens(Door):
         if instance_id is not None:
             instance_id = self.access.require_instance(instance_id).id
         return auth.create_api_token(self.access.session, self.access.user, name, instance_id, read_only)
+
+    @guarded("authenticated")
+    def instances(self) -> list[FeatureInstance]:
+        """The feature instances a token may be narrowed to: those the user may open."""
+        return self.access.visible_instances()
 
     @guarded("authenticated")
     def revoke(self, token_id: str) -> None:

@@ -7,6 +7,7 @@ from typing import TypedDict
 
 import reflex as rx
 
+from backend.config import get_settings
 from backend.rbac.access import AccessContext
 from backend.tokens import ApiTokens
 from state.auth import AuthState
@@ -18,16 +19,34 @@ def _door(session, user) -> ApiTokens:
     return ApiTokens(AccessContext(session, user))
 
 
+ALL_INSTANCES = "-"  # the instance select's "not narrowed" choice (a select item cannot be "")
+
+
 class TokenRow(TypedDict):
     id: str
     name: str
     created: str
+    scope: str
+
+
+class InstanceOption(TypedDict):
+    value: str
+    label: str
+
+
+def _scope_text(token, labels: dict[str, str]) -> str:
+    where = labels.get(token.instance_id, "an instance you can no longer open") if token.instance_id else "everywhere"
+    return where + (" · read-only" if token.read_only else "")
 
 
 class TokensState(PageMixin, AuthState):
     """The user's own tokens; a new token's text is held only until the page is left."""
 
     tokens: list[TokenRow] = []
+    instance_options: list[InstanceOption] = []
+    new_instance: str = ALL_INSTANCES
+    new_read_only: bool = False
+    mcp_url: str = ""
     new_name: str = ""
     created_token: str = ""
     created_name: str = ""
@@ -37,10 +56,16 @@ class TokensState(PageMixin, AuthState):
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
             self._load_navigation(session, user)
+            door = _door(session, user)
+            instances = door.instances()
+            labels = {i.id: f"{i.label} ({i.feature_code})" for i in instances}
+            self.instance_options = [InstanceOption(value=i.id, label=labels[i.id]) for i in instances]
             self.tokens = [
-                TokenRow(id=t.id, name=t.name or "", created=t.sys_created_at.strftime("%Y-%m-%d %H:%M UTC"))
-                for t in _door(session, user).list()
+                TokenRow(id=t.id, name=t.name or "", created=t.sys_created_at.strftime("%Y-%m-%d %H:%M UTC"),
+                         scope=_scope_text(t, labels))
+                for t in door.list()
             ]
+        self.mcp_url = get_settings().api_url + "/mcp"
         self.loaded = True
 
     @rx.event
@@ -60,21 +85,35 @@ class TokensState(PageMixin, AuthState):
         self.new_name = value
 
     @rx.event
+    @requires("ui")
+    def set_new_instance(self, value: str):
+        self.new_instance = value
+
+    @rx.event
+    @requires("ui")
+    def set_new_read_only(self, value: bool):
+        self.new_read_only = bool(value)
+
+    @rx.event
     @requires_door(ApiTokens.create)
     def create_token(self, form_data: dict):
-        """Create a token with the typed name and show its text once."""
+        """Create a token with the typed name (narrowed as chosen) and show its text once."""
         name = (form_data.get("name") or self.new_name or "").strip()
+        instance_id = None if self.new_instance == ALL_INSTANCES else self.new_instance
+        read_only = self.new_read_only
         self.created_token = ""
         created: dict[str, str] = {}
 
         def create(session, user):
-            created["text"] = _door(session, user).create(name)[1]
+            created["text"] = _door(session, user).create(name, instance_id, read_only)[1]
 
         ok, event = self._attempt(create)
         if ok:
             self.created_token = created["text"]
             self.created_name = name
             self.new_name = ""
+            self.new_instance = ALL_INSTANCES
+            self.new_read_only = False
         return event
 
     @rx.event
@@ -114,8 +153,3 @@ class TokensState(PageMixin, AuthState):
             self.created_token = ""
             self.created_name = ""
         return event
-        self.notice = f"Revoked '{name}'; it no longer works."
-        if name == self.created_name:
-            self.created_token = ""
-            self.created_name = ""
-        return None

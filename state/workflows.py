@@ -23,6 +23,8 @@ class WorkflowRow(TypedDict):
     description: str
     status: str
     modified: str
+    mcp_tool: bool
+    mcp_hint: str  # what the MCP switch means for this workflow now
 
 
 class TemplateNeedRow(TypedDict):
@@ -186,6 +188,16 @@ class WorkflowsState(InstanceChoiceMixin, RenameMixin, PageMixin, AuthState):
         return result
 
     @rx.event
+    @requires_door(Door.update_workflow)
+    def set_mcp_tool(self, workflow_id: str, exposed: bool):
+        """Switch "expose as MCP tool": the published version becomes a tool at /mcp (or stops being one)."""
+        name = next((w["name"] for w in self.workflows if w["id"] == workflow_id), "")
+        success = (f"'{name}' is offered to MCP clients as a tool." if exposed
+                   else f"'{name}' is no longer offered to MCP clients.")
+        return self._run(lambda iface: iface.update_workflow(iface.get_workflow(workflow_id), mcp_tool=bool(exposed)),
+                         success=success)
+
+    @rx.event
     @requires("ui")
     def ask_delete(self, workflow_id: str, name: str):
         self.delete_id = workflow_id
@@ -227,5 +239,10 @@ def _status_text(summary: WorkflowSummary) -> str:
 def _workflow_row(summary: WorkflowSummary) -> WorkflowRow:
     """A workflow as the page's table shows it."""
     workflow = summary.workflow
+    if summary.published_version is None:
+        hint = "offered to MCP clients once published" if workflow.mcp_tool else "publish it to offer it as an MCP tool"
+    else:
+        hint = "offered as a tool at /mcp" if workflow.mcp_tool else "not offered to MCP clients"
     return WorkflowRow(id=workflow.id, name=workflow.name, description=workflow.description,
-                       status=_status_text(summary), modified=workflow.sys_modified_at.strftime("%Y-%m-%d %H:%M UTC"))
+                       status=_status_text(summary), modified=workflow.sys_modified_at.strftime("%Y-%m-%d %H:%M UTC"),
+                       mcp_tool=workflow.mcp_tool, mcp_hint=hint)

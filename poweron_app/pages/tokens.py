@@ -6,7 +6,7 @@ import reflex as rx
 
 from components.shell import empty_state, page_shell
 from components.tables import data_table
-from state.tokens import TokenRow, TokensState
+from state.tokens import ALL_INSTANCES, TokenRow, TokensState
 
 
 def create_form() -> rx.Component:
@@ -14,7 +14,21 @@ def create_form() -> rx.Component:
         rx.hstack(
             rx.input(name="name", id="new-token-name", placeholder="What the token is for, e.g. CI pipeline",
                      value=TokensState.new_name, on_change=TokensState.set_new_name, width="22em"),
+            rx.select.root(
+                rx.select.trigger(id="new-token-instance", min_width="14em", aria_label="Instance"),
+                rx.select.content(
+                    rx.select.item("Every instance", value=ALL_INSTANCES),
+                    rx.foreach(TokensState.instance_options, lambda o: rx.select.item(o["label"], value=o["value"])),
+                ),
+                value=TokensState.new_instance,
+                on_change=TokensState.set_new_instance,
+            ),
+            rx.checkbox("Read-only", checked=TokensState.new_read_only, on_change=TokensState.set_new_read_only,
+                        id="new-token-read-only"),
             rx.button(rx.icon("plus", size=16), "Create token", type="submit", id="create-token"),
+            align="center",
+            spacing="3",
+            wrap="wrap",
         ),
         on_submit=TokensState.create_token,
         reset_on_submit=False,
@@ -36,8 +50,10 @@ def created_token_box() -> rx.Component:
                 align="center",
                 spacing="2",
             ),
-            rx.text("Use it as ", rx.code("Authorization: Bearer <token>"), " on the REST API.", size="2",
-                    color_scheme="gray"),
+            rx.text("Use it as ", rx.code("Authorization: Bearer <token>"), " on the REST API, or connect an "
+                    "MCP client (Claude Desktop, the MCP Inspector, another PowerOn) to ", rx.code(TokensState.mcp_url),
+                    " with it (add ", rx.code("?instanceId=…"), " unless the token is limited to one instance).",
+                    size="2", color_scheme="gray", id="token-usage"),
             spacing="2",
         ),
         color_scheme="amber",
@@ -49,6 +65,7 @@ def created_token_box() -> rx.Component:
 def token_row(row: TokenRow) -> rx.Component:
     return rx.table.row(
         rx.table.cell(rx.text(row["name"], weight="medium", class_name="token-name")),
+        rx.table.cell(rx.text(row["scope"], size="2", class_name="token-scope")),
         rx.table.cell(rx.text(row["created"], color_scheme="gray", size="2")),
         rx.table.cell(
             rx.button(rx.icon("trash-2", size=14), "Revoke", size="1", variant="soft", color_scheme="red",
@@ -86,8 +103,9 @@ def tokens_page() -> rx.Component:
     return page_shell(
         "API tokens",
         rx.vstack(
-            rx.text("Personal tokens let scripts and integrations call the REST API as you, with your rights. "
-                    "They do not expire; revoke a token you no longer need.", color_scheme="gray"),
+            rx.text("Personal tokens let scripts, integrations and MCP clients act as you, with your rights — "
+                    "everywhere, or only in one feature instance, and read-only if you like. They do not expire; "
+                    "revoke a token you no longer need.", color_scheme="gray"),
             create_form(),
             rx.cond(TokensState.error != "",
                     rx.callout(TokensState.error, icon="triangle-alert", color_scheme="red", id="tokens-error")),
@@ -96,7 +114,7 @@ def tokens_page() -> rx.Component:
             rx.cond(TokensState.created_token != "", created_token_box()),
             rx.cond(
                 TokensState.tokens.length() > 0,
-                data_table(("Name", "Created", ""), TokensState.tokens, token_row, "token-table"),
+                data_table(("Name", "Reaches", "Created", ""), TokensState.tokens, token_row, "token-table"),
                 rx.cond(
                     TokensState.loaded,
                     empty_state("key-round", "No API tokens",

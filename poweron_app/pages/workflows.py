@@ -40,6 +40,14 @@ def workflow_row(row: WorkflowRow) -> rx.Component:
             )
         ),
         rx.table.cell(rx.badge(row["status"], variant="soft")),
+        rx.table.cell(
+            rx.tooltip(
+                rx.switch(checked=row["mcp_tool"], disabled=~WorkflowsState.can_rename,
+                          on_change=lambda value: WorkflowsState.set_mcp_tool(row["id"], value),
+                          class_name="mcp-tool-switch", custom_attrs={"aria-label": "Expose as MCP tool"}),
+                content=row["mcp_hint"],
+            ),
+        ),
         rx.table.cell(rx.text(row["modified"], color_scheme="gray", size="2")),
         rx.table.cell(
             rx.hstack(
@@ -172,7 +180,7 @@ def create_more() -> rx.Component:
 
 
 def workflow_table() -> rx.Component:
-    return data_table(("Name", "Versions", "Last change", ""), WorkflowsState.workflows, workflow_row,
+    return data_table(("Name", "Versions", "MCP tool", "Last change", ""), WorkflowsState.workflows, workflow_row,
                       "workflow-table")
 
 
