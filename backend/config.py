@@ -136,6 +136,11 @@ class Settings:
         worker_timeout_seconds: A worker silent for this long is taken for dead: another worker
             takes over its runs, continuing from their persisted frontier
             (POWERON_WORKER_TIMEOUT_SECONDS).
+        mcp_timeout_seconds: Longest wait for one exchange with an external MCP server (connect,
+            list tools, call a tool; POWERON_MCP_TIMEOUT_SECONDS); a slower server gives an error
+            naming it.
+        mcp_max_response_bytes: Most bytes read of one answer of an external MCP server
+            (POWERON_MCP_MAX_RESPONSE_BYTES); reading stops there and the call says it was cut.
     """
 
     db_url: str
@@ -189,6 +194,8 @@ class Settings:
     role: str = "all"
     worker_heartbeat_seconds: float = 5.0
     worker_timeout_seconds: float = 30.0
+    mcp_timeout_seconds: float = 30.0
+    mcp_max_response_bytes: int = 1_000_000
 
     @property
     def shared_queue(self) -> bool:
@@ -482,6 +489,8 @@ def get_settings() -> Settings:
         role=_role(db_url),
         worker_heartbeat_seconds=_seconds("POWERON_WORKER_HEARTBEAT_SECONDS", 5.0),
         worker_timeout_seconds=_seconds("POWERON_WORKER_TIMEOUT_SECONDS", 30.0),
+        mcp_timeout_seconds=_seconds("POWERON_MCP_TIMEOUT_SECONDS", 30.0),
+        mcp_max_response_bytes=_bytes("POWERON_MCP_MAX_RESPONSE_BYTES", 1_000_000),
     )
 
 
