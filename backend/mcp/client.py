@@ -153,7 +153,7 @@ class _CappedStream(httpx2.AsyncByteStream):
 class _CappedTransport(httpx2.AsyncBaseTransport):
     """The default transport, every response body capped and its status noted."""
 
-    def __init__(self, watch: _Watch, timeout: float):
+    def __init__(self, watch: _Watch):
         self.inner = httpx2.AsyncHTTPTransport()
         self.watch = watch
 
@@ -179,7 +179,7 @@ def _exchange(access: ServerAccess, work: Callable[[Client], Awaitable[T]]) -> T
 
     async def run() -> T:
         http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(timeout),
-                                  transport=_CappedTransport(watch, timeout))
+                                  transport=_CappedTransport(watch))
         async with http:
             with anyio.fail_after(timeout):
                 transport = streamable_http_client(access.url, http_client=http, max_sse_event_size=watch.cap)
@@ -279,8 +279,8 @@ def _short(exc: Exception) -> str:
     return str(exc)[:300]
 
 
-def forget_token(access: ServerAccess) -> None:
-    """Drop every cached token (after a server's credentials changed)."""
+def forget_tokens() -> None:
+    """Drop every cached OAuth token."""
     with _tokens_lock:
         _tokens.clear()
 
