@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
 
 from backend.actions.base import Action, ActionContext, ActionError, ActionResult
-from backend.actions.catalogue import current_registry, using
+from backend.actions.catalogue import current_registry, registry_for, using
 from backend.actions.registry import ActionRegistry
 from backend.actions.toolboxes import MCP_TOOLBOX_PREFIX
 from backend.db.models import FeatureInstance
@@ -186,5 +186,7 @@ class InstanceActions(Door):
 
     @guarded(RESOURCE, TOOLBOXES_ITEM)
     def run(self, action_id: str, params: dict[str, Any] | None) -> ActionResult:
-        """Run one action (execute_action, which also checks the action's own item)."""
-        return execute_action(action_id, params, self.context)
+        """Run one action of the instance's mandate catalogue (execute_action, which also checks
+        the action's own item)."""
+        return execute_action(action_id, params, self.context, registry_for(self.context.session,
+                                                                            self.instance.mandate_id))
