@@ -138,6 +138,11 @@ class Settings:
             (POWERON_WORKER_TIMEOUT_SECONDS).
         mcp_run_wait_seconds: How long a tool call of an exposed workflow at /mcp waits for its
             run to finish before answering with the run id and status (POWERON_MCP_RUN_WAIT_SECONDS).
+        mcp_timeout_seconds: Longest wait for one exchange with an external MCP server (connect,
+            list tools, call a tool; POWERON_MCP_TIMEOUT_SECONDS); a slower server gives an error
+            naming it.
+        mcp_max_response_bytes: Most bytes read of one answer of an external MCP server
+            (POWERON_MCP_MAX_RESPONSE_BYTES); reading stops there and the call says it was cut.
     """
 
     db_url: str
@@ -191,8 +196,10 @@ class Settings:
     role: str = "all"
     worker_heartbeat_seconds: float = 5.0
     worker_timeout_seconds: float = 30.0
-    # --- MCP server (issue 19) ---
+    # --- MCP (issue 19): the server at /mcp, external servers ---
     mcp_run_wait_seconds: float = 60.0
+    mcp_timeout_seconds: float = 30.0
+    mcp_max_response_bytes: int = 1_000_000
 
     @property
     def shared_queue(self) -> bool:
@@ -486,8 +493,10 @@ def get_settings() -> Settings:
         role=_role(db_url),
         worker_heartbeat_seconds=_seconds("POWERON_WORKER_HEARTBEAT_SECONDS", 5.0),
         worker_timeout_seconds=_seconds("POWERON_WORKER_TIMEOUT_SECONDS", 30.0),
-        # MCP server (issue 19)
+        # MCP (issue 19)
         mcp_run_wait_seconds=_seconds("POWERON_MCP_RUN_WAIT_SECONDS", 60.0, zero_ok=True),
+        mcp_timeout_seconds=_seconds("POWERON_MCP_TIMEOUT_SECONDS", 30.0),
+        mcp_max_response_bytes=_bytes("POWERON_MCP_MAX_RESPONSE_BYTES", 1_000_000),
     )
 
 

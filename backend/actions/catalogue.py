@@ -4,13 +4,24 @@
 tool calls, the MCP server, the editor's palette and the engine's action nodes): the static
 library of ``backend/actions/methods`` plus the tools of the mandate's external MCP servers,
 each server a toolbox ``mcp:<name>`` (``backend/mcp/``).
+
+Code that looks node types up without a session at hand (graph validation, the engine's node
+handlers, requirements) reads :func:`current_registry`: the catalogue a caller working in a
+mandate put in force with :func:`in_mandate` (or :func:`using`) for the current thread or task,
+else the static library — where a mandate's `mcp:` node type is unknown, as it must be elsewhere.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from sqlmodel import Session
 
 from backend.actions.registry import ActionRegistry, get_registry
+
+_in_force: ContextVar[ActionRegistry | None] = ContextVar("poweron_action_catalogue", default=None)
 
 
 def registry_for(session: Session, mandate_id: str | None) -> ActionRegistry:
@@ -22,3 +33,26 @@ def registry_for(session: Session, mandate_id: str | None) -> ActionRegistry:
 
     actions, toolboxes = mandate_toolboxes(session, mandate_id)
     return registry.with_extra(actions, toolboxes)
+
+
+def current_registry() -> ActionRegistry:
+    """The catalogue in force here (see :func:`in_mandate`), else the static library."""
+    return _in_force.get() or get_registry()
+
+
+@contextmanager
+def using(registry: ActionRegistry) -> Iterator[ActionRegistry]:
+    """Put `registry` in force for the block (this thread or task only)."""
+    token = _in_force.set(registry)
+    try:
+        yield registry
+    finally:
+        _in_force.reset(token)
+
+
+@contextmanager
+def in_mandate(session: Session, mandate_id: str | None) -> Iterator[ActionRegistry]:
+    """Put the catalogue of `mandate_id` in force for the block: node-type lookups, graph
+    validation and action nodes then know the mandate's MCP tools."""
+    with using(registry_for(session, mandate_id)) as registry:
+        yield registry

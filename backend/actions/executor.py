@@ -17,7 +17,9 @@ from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
 
 from backend.actions.base import Action, ActionContext, ActionError, ActionResult
-from backend.actions.registry import ActionRegistry, get_registry
+from backend.actions.catalogue import current_registry, registry_for, using
+from backend.actions.registry import ActionRegistry
+from backend.actions.toolboxes import MCP_TOOLBOX_PREFIX
 from backend.db.models import FeatureInstance
 from backend.errors import DomainError, Forbidden
 from backend.rbac.access import AccessContext
@@ -77,8 +79,15 @@ def _schema_validator(schema_json: str) -> Any:
 
 def may_run(access: AccessContext, action: Action, mandate_id: str | None, instance_id: str | None) -> bool:
     """Whether the user may call `action` in (mandate, instance): its RESOURCE item
-    `resource.toolbox.<toolbox>.<id>` (a rule on `resource.toolbox.<toolbox>.*` allows the box)."""
-    return access.resolve(RESOURCE, action.resource_item, mandate_id, instance_id).allowed
+    `resource.toolbox.<toolbox>.<id>` (a rule on `resource.toolbox.<toolbox>.*` allows the box).
+
+    A mandate's external MCP server (toolbox `mcp:<name>`) belongs to the mandate: besides the
+    instance's right to use toolboxes, the user's mandate roles must allow it (the rules its
+    admins set with McpServers.set_roles, on `resource.toolbox.mcp:<name>.*`)."""
+    allowed = access.resolve(RESOURCE, action.resource_item, mandate_id, instance_id).allowed
+    if allowed and instance_id is not None and action.toolbox.startswith(MCP_TOOLBOX_PREFIX):
+        allowed = access.resolve(RESOURCE, action.resource_item, mandate_id, None).allowed
+    return allowed
 
 
 def execute_action(
@@ -90,7 +99,8 @@ def execute_action(
     or its toolbox and any failure inside the action come back as an unsuccessful result with
     a clear message; nothing here raises.
     """
-    found = (registry or get_registry()).get(action_id)
+    registry = registry or current_registry()
+    found = registry.get(action_id)
     if found is None:
         return ActionResult(action_id, False, error=f"unknown action id '{action_id}'", error_kind="unknown")
     try:
@@ -107,7 +117,8 @@ def execute_action(
     # savepoint (read-only actions skip its cost: they have nothing to undo).
     savepoint = _Savepoint(context.session) if "write" in found.capabilities else None
     try:
-        output = _jsonable(found.fn(parsed, context))
+        with using(registry):  # node types and validation inside the action see the same catalogue
+            output = _jsonable(found.fn(parsed, context))
         if savepoint is not None:
             savepoint.commit()
     except (ActionError, DomainError) as exc:
@@ -175,5 +186,7 @@ class InstanceActions(Door):
 
     @guarded(RESOURCE, TOOLBOXES_ITEM)
     def run(self, action_id: str, params: dict[str, Any] | None) -> ActionResult:
-        """Run one action (execute_action, which also checks the action's own item)."""
-        return execute_action(action_id, params, self.context)
+        """Run one action of the instance's mandate catalogue (execute_action, which also checks
+        the action's own item)."""
+        return execute_action(action_id, params, self.context, registry_for(self.context.session,
+                                                                            self.instance.mandate_id))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
 import re
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from backend.actions.base import Action, ActionContext, ActionResult
 from backend.actions.executor import execute_action
 from backend.actions.registry import ActionRegistry, get_registry
+from backend.actions.toolboxes import MCP_TOOLBOX_PREFIX
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 TOOL_RESULT_LIMIT = 12_000
@@ -20,11 +22,27 @@ _UNSUPPORTED = ("default", "title", "format", "minLength", "maxLength", "minimum
 
 
 def tool_name(action_id: str) -> str:
-    """`outlook.readEmails` → `outlook_readEmails` (OpenAI allows ^[a-zA-Z0-9_-]{1,64}$)."""
+    """`outlook.readEmails` → `outlook_readEmails` (OpenAI allows ^[a-zA-Z0-9_-]{1,64}$).
+
+    A tool of an external MCP server, `mcp:<server>.<tool>`, becomes `mcp_<server>_<tool>` (server
+    names have no `_`); a tool name with other characters, or one too long, keeps what fits and
+    ends in a hash of the action id, so that distinct tools keep distinct names.
+    """
+    if action_id.startswith(MCP_TOOLBOX_PREFIX):
+        return _mcp_tool_name(action_id)
     name = action_id.replace(".", "_")
     if not TOOL_NAME.match(name):
         raise ValueError(f"action id '{action_id}' cannot be a tool name (got '{name}')")
     return name
+
+
+def _mcp_tool_name(action_id: str) -> str:
+    server, _, tool = action_id[len(MCP_TOOLBOX_PREFIX):].partition(".")
+    wanted = f"mcp_{server}_{tool}"
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", wanted)
+    if name == wanted and len(name) <= 64:
+        return name
+    return f"{name[:55]}_{hashlib.sha256(action_id.encode()).hexdigest()[:8]}"
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:

@@ -28,3 +28,7 @@ TOOLBOXES = (
     Toolbox("featureData", "Feature data", "Read-only browsing and querying of one feature instance's tables"),
 )
 TOOLBOX_IDS = tuple(t.id for t in TOOLBOXES)
+
+# A mandate's external MCP server is the toolbox `mcp:<name>` (backend/mcp/): known only at run
+# time, in that mandate, and used by the mandate roles its admins choose.
+MCP_TOOLBOX_PREFIX = "mcp:"

@@ -47,6 +47,8 @@ class AgentConfig(BaseModel):
         tool_budgets: Optional calls-per-tool-name budgets below PER_TOOL_LIMIT, by tool name
             (e.g. seed 004's marketplace rule: {"core_webSearch": 3, "core_readUrl": 5}).
         sub_agents: Whether queryFeatureInstance is offered (never to a sub-agent).
+        mcp_toolboxes: Whether the toolboxes of the mandate's external MCP servers (`mcp:<name>`,
+            known only in the mandate) are requestable as well (further filtered per user).
         model: The model to ask, or None for the provider's default.
     """
 
@@ -60,6 +62,7 @@ class AgentConfig(BaseModel):
     tool_budgets: dict[str, int] = Field(default_factory=dict)
     sub_agents: bool = False
     model: str | None = None
+    mcp_toolboxes: bool = False
 
     @field_validator("tool_budgets")
     @classmethod
@@ -94,7 +97,7 @@ SUB_AGENT_PROFILE = "featureData"
 # of their own (backend.agent.service) use the Workspace's.
 PROFILES: dict[str, Profile] = {
     "workspace": Profile(AgentConfig(initial_toolboxes=["core"], available_toolboxes=["ai", "workflow"],
-                                     sub_agents=True), connector_toolboxes=True),
+                                     sub_agents=True, mcp_toolboxes=True), connector_toolboxes=True),
     # Spec §5.3 starts the editor's chat with core + workflow: 26 tools in round 1, over the
     # 20-tool target of issue 6/17. Its work is the graph, so it starts with workflow and requests
     # core (files, web) or ai when a question needs them.

@@ -19,7 +19,7 @@ from backend.actions.catalogue import registry_for
 from backend.actions.executor import may_run
 from backend.actions.openai_tools import to_tool_definition, tool_name
 from backend.actions.registry import ActionRegistry
-from backend.actions.toolboxes import Toolbox
+from backend.actions.toolboxes import MCP_TOOLBOX_PREFIX, Toolbox
 from backend.agent.config import FEATURE_DATA_TOOLBOX, QUERY_FEATURE_INSTANCE, REQUEST_TOOLBOX, AgentConfig
 from backend.connectors.store import active_connection_types, usable_connections
 from backend.connectors.types import connection_type
@@ -57,6 +57,10 @@ class Toolset:
 
     def __post_init__(self) -> None:
         self.registry = registry_for(self.access.session, self.instance.mandate_id)
+        if self.config.mcp_toolboxes:  # the mandate's external MCP servers (issue 19)
+            named = {*self.config.initial_toolboxes, *self.config.available_toolboxes}
+            self.config.available_toolboxes += [box.id for box in self.registry.extra_toolboxes
+                                                if box.id.startswith(MCP_TOOLBOX_PREFIX) and box.id not in named]
         boxes = {*self.config.initial_toolboxes, *self.config.available_toolboxes}
         self._usable = usable_actions(self.access, self.instance, self.registry, boxes)
         self.active = [box for box in self.config.initial_toolboxes if box in self._usable]

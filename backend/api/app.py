@@ -17,6 +17,7 @@ from backend.api.connections import router as connections_router
 from backend.api.connections_oauth import router as connections_oauth_router
 from backend.api.core import router as core_router
 from backend.api.input_guard import InputGuard
+from backend.api.mcp_servers import router as mcp_servers_router
 from backend.api.monitor import router as monitor_router
 from backend.api.notifications import router as notifications_router
 from backend.api.openapi import install as document_errors
@@ -94,6 +95,7 @@ def create_api() -> FastAPI:
     api.include_router(triggers_router)
     api.include_router(connections_router)
     api.include_router(connections_oauth_router)
+    api.include_router(mcp_servers_router)
     for feature in get_features().values():
         if feature.router is not None:
             api.include_router(feature.router, prefix=f"/api/{feature.code}")

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
+from backend.actions.catalogue import in_mandate
 from backend.actions.openai_tools import tool_name
 from backend.actions.registry import get_registry
-from backend.api.deps import CurrentUser
+from backend.api.deps import CurrentUser, DbSession
 from backend.api.permissions import permission
+from backend.rbac.access import AccessContext
 from backend.workflows.node_types import palette
 
 router = APIRouter(prefix="/api", tags=["catalogue"])
@@ -46,6 +48,13 @@ def toolboxes(user: CurrentUser) -> list[dict[str, Any]]:
 
 
 @router.get("/node-types", **permission("authenticated"))
-def node_types(user: CurrentUser) -> list[dict[str, Any]]:
-    """The editor palette: built-in node types and every node-exposed action."""
-    return [n.as_dict() for n in palette()]
+def node_types(user: CurrentUser, session: DbSession,
+               instance_id: Annotated[str | None, Query(alias="instanceId", max_length=32)] = None
+               ) -> list[dict[str, Any]]:
+    """The editor palette: built-in node types and every node-exposed action; with `instanceId`
+    (an instance the caller may open, else 404) also the tools of its mandate's MCP servers."""
+    if instance_id is None:
+        return [n.as_dict() for n in palette()]
+    instance = AccessContext(session, user).require_instance(instance_id)
+    with in_mandate(session, instance.mandate_id):
+        return [n.as_dict() for n in palette()]

@@ -247,13 +247,13 @@ def node_connection_types(type_id: Any) -> tuple[str, ...] | None:
     needs a mail connection (`needs` "mail", e.g. email.checkEmail) takes every type offering
     mail; any other node with a `connectionId` parameter takes every type that offers something.
     """
-    from backend.actions.registry import get_registry
+    from backend.actions.catalogue import current_registry
     from backend.workflows.node_types import node_type
 
     kind = node_type(type_id)
     if kind is None or "connectionId" not in (kind.params_model.model_json_schema().get("properties") or {}):
         return None
-    action = get_registry().actions.get(type_id)
+    action = current_registry().actions.get(type_id)
     named = tuple(getattr(action, "connection_types", ()) or ()) if action is not None else ()
     if action is not None and not named and action.connection_type:
         named = (action.connection_type,)

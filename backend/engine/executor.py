@@ -46,7 +46,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
-from backend.actions import get_registry
+from backend.actions.catalogue import current_registry, in_mandate, using
 from backend.ai.usage import usage_meter
 from backend.db import get_engine, session_scope
 from backend.db.engine import write_gate
@@ -147,14 +147,15 @@ def _is_trigger(graph: Graph, node_id: str) -> bool:
     return kind is not None and kind.is_trigger
 
 
-_checked_versions: OrderedDict[tuple[str, int], list[FieldError]] = OrderedDict()
+_checked_versions: OrderedDict[tuple[str, int, tuple[str, ...]], list[FieldError]] = OrderedDict()
 _CHECKED_VERSIONS_KEPT = 256
 
 
 def _validation_of(version: WorkflowVersion) -> list[FieldError]:
     """validate_graph of `version`, remembered per (id, lock_version): every edit of a draft bumps
-    its lock_version, and a version's graph means the same as long as that is unchanged."""
-    key = (version.id, version.lock_version)
+    its lock_version, and a version's graph means the same as long as that is unchanged (and the
+    mandate's MCP toolboxes in force are the same)."""
+    key = (version.id, version.lock_version, tuple(box.id for box in current_registry().extra_toolboxes))
     with _pool_lock:
         if key in _checked_versions:
             _checked_versions.move_to_end(key)
@@ -217,6 +218,12 @@ def start_run(session: Session, user: User, workflow: Workflow, version: Workflo
     check_json(input, "input")
     if mode not in MODES:
         raise InvalidInput([FieldError("mode", f"must be one of {', '.join(MODES)}")])
+    with in_mandate(session, workflow.mandate_id):  # its MCP tools are node types there
+        return _start_run(session, user, workflow, version, input, mode, trigger, start_node)
+
+
+def _start_run(session: Session, user: User, workflow: Workflow, version: WorkflowVersion, input: Any,  # noqa: A002
+               mode: str, trigger: str, start_node: str | None) -> WorkflowRun:
     errors = _validation_of(version)
     if errors:
         raise InvalidInput(errors)
@@ -295,6 +302,7 @@ class RunEngine:
         self.attempt_base = self._interrupted_attempts() if self.outputs else {}
         self.status_checked_at = float("-inf")
         self.execution: str | None = None  # this execution's token once execute() claimed the run
+        self.catalogue = current_registry()  # execute() puts the run's mandate's catalogue here
 
     def _interrupted_attempts(self) -> dict[str, int]:
         """Per ready node whose last logged attempt failed (a stopped process was waiting to
@@ -311,7 +319,13 @@ class RunEngine:
     # --- the loop ---------------------------------------------------------------------------
 
     def execute(self) -> WorkflowRun:
-        """Run ready nodes until none is left or the run leaves `running`."""
+        """Run ready nodes until none is left or the run leaves `running`, in the catalogue of the
+        run's mandate (its MCP tools are node types there)."""
+        with in_mandate(self.session, self.run.mandate_id) as catalogue:
+            self.catalogue = catalogue
+            return self._execute()
+
+    def _execute(self) -> WorkflowRun:
         try:
             if self.run.status == lifecycle.RUNNING:
                 self.claim()
@@ -452,7 +466,7 @@ class RunEngine:
     def writes(self, node_id: str) -> bool:
         """Whether the node's own work writes to the database (an action with the `write`
         capability): its transaction then begins inside the handler, not at apply."""
-        found = get_registry().get(self.node_type_of(node_id))
+        found = current_registry().get(self.node_type_of(node_id))
         return found is not None and "write" in found.capabilities
 
     def run_concurrently(self, node_ids: list[str]) -> None:
@@ -482,7 +496,7 @@ class RunEngine:
             crashpoints.reach(self.crash_at, "after_step_commit", node_id)
 
     def _attempt_in_own_session(self, node_id: str, nodes: dict[str, Any]) -> NodeResult:
-        with Session(get_engine(), expire_on_commit=False) as session:
+        with Session(get_engine(), expire_on_commit=False) as session, using(self.catalogue):
             try:
                 result = self.attempt_node(session, node_id, nodes)
                 session.commit()

@@ -54,6 +54,7 @@ MANAGE_USERS = "resource.mandate.manageUsers"
 MANAGE_INSTANCES = "resource.mandate.manageInstances"
 VIEW_PERMISSIONS = "resource.mandate.viewPermissions"
 SHARE_CONNECTIONS = "resource.mandate.shareConnections"
+MANAGE_MCP_SERVERS = "resource.mandate.manageMcpServers"
 
 PLATFORM_UI_OBJECTS = (
     (ADMIN_UI, "Admin page"),
@@ -67,6 +68,7 @@ PLATFORM_RESOURCE_OBJECTS = (
     (MANAGE_INSTANCES, "Create feature instances and grant access to them"),
     (VIEW_PERMISSIONS, "See the resolved permissions of the mandate's users"),
     (SHARE_CONNECTIONS, "Share a connection with every member of the mandate, or stop sharing it"),
+    (MANAGE_MCP_SERVERS, "Register external MCP servers, test and refresh them, choose the roles that may use them"),
 )
 
 SYSTEM_TEMPLATE_ROLES = (

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 from backend.actions.base import Action
-from backend.actions.registry import get_registry
+from backend.actions.catalogue import current_registry
 from backend.scheduler.cron import parse_cron, parse_timezone
 from backend.workflows.expression_syntax import looks_templated
 
@@ -445,7 +445,7 @@ BUILTIN_NODE_TYPES: tuple[NodeType, ...] = (
 _BUILTINS: dict[str, NodeType] = {n.type: n for n in BUILTIN_NODE_TYPES}
 
 
-@functools.cache
+@functools.lru_cache(maxsize=4096)  # a mandate's MCP tools are rebuilt when its servers change
 def _action_node_type(action: Action) -> NodeType:
     """The node type of an action marked as node: it runs through execute_action, concurrently."""
     return NodeType(action.id, action.label, action.toolbox, action.description, action.params_model,
@@ -454,8 +454,9 @@ def _action_node_type(action: Action) -> NodeType:
 
 
 def palette() -> list[NodeType]:
-    """Every node type a graph may use: the built-ins and each action marked as node."""
-    from_actions = [_action_node_type(a) for a in get_registry().graph_nodes()]
+    """Every node type a graph may use: the built-ins and each action marked as node (of the
+    catalogue in force: with a mandate's, its MCP tools too; backend/actions/catalogue.py)."""
+    from_actions = [_action_node_type(a) for a in current_registry().graph_nodes()]
     clash = [n.type for n in from_actions if n.type in _BUILTINS]
     if clash:
         raise ValueError(f"actions may not reuse built-in node types: {clash}")
@@ -463,11 +464,12 @@ def palette() -> list[NodeType]:
 
 
 def node_type(type_id: Any) -> NodeType | None:
-    """The node type of that id: a built-in, else the action of that id marked as node, else None."""
+    """The node type of that id: a built-in, else the action of that id marked as node (in the
+    catalogue in force), else None."""
     if not isinstance(type_id, str):
         return None
     found = _BUILTINS.get(type_id)
     if found is not None:
         return found
-    action = get_registry().get(type_id)
+    action = current_registry().get(type_id)
     return _action_node_type(action) if action is not None and action.graph_node else None

@@ -198,9 +198,9 @@ def connection_need(type_id: str, declared: tuple[str, ...] = ()) -> str | None:
     """The connection requirement a node action of `type_id` derives from its connection types
     ("msft" for sharepoint.upload), None when it takes no connection or `declared` (its needs)
     already names a connection requirement ("mail" for email.sendMail)."""
-    from backend.actions import get_registry
+    from backend.actions.catalogue import current_registry
 
-    action = get_registry().actions.get(type_id)
+    action = current_registry().actions.get(type_id)
     types = tuple(action.connection_types) if action is not None else ()
     if not types or any(_BY_ID[n].connection for n in declared if n in _BY_ID):
         return None

@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
+from backend.actions.catalogue import in_mandate
 from backend.db.models import (
     FeatureInstance,
     HumanTask,
@@ -230,13 +231,16 @@ def current_graph(session: Session, workflow: Workflow) -> dict[str, Any]:
 
 
 def validate_workflow(session: Session, workflow: Workflow) -> list[FieldError]:
-    """Every problem of the graph a person edits (the draft, else the published one); [] if valid."""
-    return validate_graph(current_graph(session, workflow))
+    """Every problem of the graph a person edits (the draft, else the published one); [] if valid.
+    Checked in the workflow's mandate: its MCP tools are node types there, nowhere else."""
+    with in_mandate(session, workflow.mandate_id):
+        return validate_graph(current_graph(session, workflow))
 
 
-def _require_publishable(version: WorkflowVersion) -> None:
+def _require_publishable(session: Session, workflow: Workflow, version: WorkflowVersion) -> None:
     """Only a fully valid graph (DESIGN §4) may become the published version."""
-    errors = validate_graph(version.graph)
+    with in_mandate(session, workflow.mandate_id):
+        errors = validate_graph(version.graph)
     if errors:
         raise InvalidInput(errors)
 
@@ -394,7 +398,7 @@ def publish(session: Session, user: User, workflow: Workflow) -> WorkflowVersion
     An invalid graph is refused with InvalidInput listing every problem (nothing changes).
     """
     draft = _find_version(session, workflow, None, lifecycle.DRAFT)
-    _require_publishable(draft)
+    _require_publishable(session, workflow, draft)
     current = published_version(session, workflow)
     if current is not None:
         lifecycle.archive(session, current)
@@ -432,7 +436,7 @@ def restore(session: Session, user: User, workflow: Workflow, version_id: str | 
     """
     version = _find_version(session, workflow, version_id, lifecycle.ARCHIVED)
     if version.status == lifecycle.ARCHIVED:
-        _require_publishable(version)
+        _require_publishable(session, workflow, version)
     current = published_version(session, workflow)
     if current is not None and current.id != version.id:
         lifecycle.archive(session, current)

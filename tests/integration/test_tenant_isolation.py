@@ -20,6 +20,7 @@ does not know: then the test fails and asks for it to be added.
 from __future__ import annotations
 
 import itertools
+import json
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from sqlmodel import SQLModel, select
 
 from backend.auth import create_api_token, issue_token
 from backend.connectors.store import seal_secret
+from backend.crypto import seal
 from backend.db import get_engine, session_scope
 from backend.db.models import (
     AgentChat,
@@ -37,6 +39,7 @@ from backend.db.models import (
     Connection,
     FeatureInstance,
     HumanTask,
+    McpServer,
     Notification,
     Role,
     User,
@@ -101,6 +104,7 @@ class Tenant:
     notification_id: str
     connection_id: str
     role_ids: list[str] = field(default_factory=list)
+    mcp_server_id: str = ""
 
     def instance_for(self, path: str) -> str:
         """The instance of the feature serving `path` (/api/<featureCode>/…), else the editor."""
@@ -111,7 +115,7 @@ class Tenant:
         return {self.mandate_id, self.admin_id, self.viewer_id, *self.instances.values(), self.workflow_id,
                 self.archived_version_id, self.published_version_id, self.run_id, self.task_id, self.token_id,
                 self.file_id, *self.chat_ids.values(), *self.agent_run_ids.values(), self.notification_id,
-                self.connection_id, *self.role_ids}
+                self.connection_id, *self.role_ids, self.mcp_server_id}
 
 
 # Parameter name (path, query or body property ending in "Id") → the tenant's object for a route.
@@ -130,14 +134,17 @@ PATH_IDS: dict[str, Callable[[Tenant, str], str]] = {
     "agentRunId": lambda t, path: t.agent_run_ids.get(path.split("/")[2], t.agent_run_ids[WORKSPACE]),
     "notificationId": lambda t, path: t.notification_id,
     "connectionId": lambda t, path: t.connection_id,
+    "serverId": lambda t, path: t.mcp_server_id,  # an external MCP server (/api/mandates/{mandateId}/mcp-servers)
     "baseVersionId": lambda t, path: t.published_version_id,  # the version a draft save is based on
     "templateId": lambda t, path: "expense-approval",
     "type": lambda t, path: "msft",  # a connection type (/api/connections/oauth/{type}/…)
+    "clientId": lambda t, path: "walk-client",  # an OAuth client of an external MCP server (oauth.clientId)
 }
 # Id parameters of objects every tenant shares (no tenant's data): the foreign-id walk skips them.
 SHARED_IDS: dict[str, str] = {
     "templateId": "workflow templates are built in, the same for every tenant (backend/workflows/templates.py)",
     "type": "connection types are built in, the same for every tenant (backend/connectors/types.py)",
+    "clientId": "the OAuth client id an external MCP server's token endpoint knows, no object of PowerOn",
 }
 # Values for body properties that must look right for the route to reach its checks.
 EXAMPLES: dict[str, Any] = {
@@ -207,6 +214,12 @@ def build_tenant(name: str) -> Tenant:
                                                        "username": f"mail-{name}"},
                                 secret=seal_secret({"password": f"password of {name}"}))
         session.add(connection)
+        # An external MCP server of the mandate (nothing listens there: a test or refresh fails).
+        mcp_server = McpServer(mandate_id=mandate.id, name=f"server-{name.lower()}", url="http://127.0.0.1:1/mcp",
+                               auth_kind="headers", secret=seal(json.dumps({"headers": {"X-Key": f"key of {name}"}})),
+                               tools=[{"name": "echo", "description": f"Echo of {name}",
+                                       "inputSchema": {"type": "object"}}], sys_created_by=admin.id)
+        session.add(mcp_server)
         admin_token = issue_token(session, admin).token
         viewer_token = issue_token(session, viewer).token
         session.flush()
@@ -218,7 +231,7 @@ def build_tenant(name: str) -> Tenant:
             archived_version_id=archived.id, published_version_id=published.id, run_id=run.id, task_id=task.id,
             token_id=token_row.id, file_id=stored.id, chat_ids={code: c.id for code, c in chats.items()},
             agent_run_ids={code: r.id for code, r in agent_runs.items()}, notification_id=notification.id,
-            connection_id=connection.id, role_ids=list(roles),
+            connection_id=connection.id, role_ids=list(roles), mcp_server_id=mcp_server.id,
         )
 
 
