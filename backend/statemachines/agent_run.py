@@ -25,7 +25,7 @@ MACHINE = StateMachine(
     [
         Transition("start", (IDLE,), THINKING),
         Transition("call_tools", (THINKING,), EXECUTING_TOOLS),
-        Transition("escalate_toolbox", (EXECUTING_TOOLS, SUB_AGENT_CALL), TOOLBOX_ESCALATION),
+        Transition("escalate_toolbox", (EXECUTING_TOOLS, TOOLBOX_ESCALATION, SUB_AGENT_CALL), TOOLBOX_ESCALATION),
         Transition("call_sub_agent", (EXECUTING_TOOLS, TOOLBOX_ESCALATION), SUB_AGENT_CALL),
         Transition("tools_done", (EXECUTING_TOOLS, TOOLBOX_ESCALATION, SUB_AGENT_CALL), THINKING),
         Transition("complete", (THINKING,), COMPLETED),

@@ -131,6 +131,17 @@ def test_a_request_outside_the_available_toolboxes_is_explained_and_the_run_goes
     assert of(events, "final")[0]["text"].startswith("I cannot reach the books")
 
 
+def test_two_toolboxes_requested_in_one_batch_are_both_activated(api, ai_server):
+    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "ai", "reason": "hide data"}, "c1"),
+                                      call("requestToolbox", {"toolboxId": "workflow", "reason": "graphs"}, "c2")])
+    ai_server.reply("Both are ready.")
+    events = stream(api, "Get ready for data and graphs")
+    assert [e["toolboxId"] for e in of(events, "toolbox.escalated")] == ["ai", "workflow"]
+    assert of(events, "final")[0]["text"] == "Both are ready."
+    offered = tool_names(ai_server.chat_requests[1])
+    assert "ai_neutralizeData" in offered and any(name.startswith("workflow_") for name in offered)
+
+
 def test_the_third_identical_call_is_suppressed_while_the_rest_of_the_batch_runs(api, ai_server):
     same = {"text": "Bonjour tout le monde"}
     ai_server.reply(None, tool_calls=[call("core_detectLanguage", same, "a1"), call("core_detectLanguage", same, "a2")])
