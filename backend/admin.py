@@ -42,6 +42,7 @@ from backend.rbac.templates import (
     ADMIN_UI,
     ADMIN_USERS_UI,
     MANAGE_INSTANCES,
+    MANAGE_MCP_SERVERS,
     MANAGE_USERS,
     PLATFORM_RESOURCE_OBJECTS,
     PLATFORM_UI_OBJECTS,
@@ -86,6 +87,7 @@ class AdminTabs:
     users: bool
     instances: bool
     permissions: bool
+    mcp_servers: bool = False
 
 
 def _check_password(password: str | None) -> str:
@@ -427,7 +429,8 @@ class Administration(Door):
         return AdminTabs(mandates=self.actor.is_sysadmin,
                          users=self.access.can_see(ADMIN_USERS_UI, mandate_id),
                          instances=self.access.can_see(ADMIN_INSTANCES_UI, mandate_id),
-                         permissions=self.access.can_see(ADMIN_PERMISSIONS_UI, mandate_id))
+                         permissions=self.access.can_see(ADMIN_PERMISSIONS_UI, mandate_id),
+                         mcp_servers=self.access.resolve(RESOURCE, MANAGE_MCP_SERVERS, mandate_id).allowed)
 
 
 def catalogue_items(feature_code: str | None = None) -> list[tuple[str, str]]:

@@ -19,12 +19,13 @@ from backend.rbac.access import AccessContext
 from backend.rbac.resolver import Decision
 from backend.rbac.rights import DATA, OPERATIONS
 from state.auth import AuthState, NotSignedIn
+from state.mcp_servers import McpServersMixin
 from state.page import PageMixin, user_message
 from state.permissions import requires, requires_door
 
 MANDATE_ROLES = ("admin", "user", "viewer")
 MANDATE_ONLY = "-"  # the Permissions view's "no instance" choice (a select item cannot be "")
-TABS = ("mandates", "users", "instances", "permissions")
+TABS = ("mandates", "users", "instances", "permissions", "mcp")
 
 
 class MandateRow(TypedDict):
@@ -114,7 +115,7 @@ def _toggled(roles: list[str], role: str, checked: bool) -> list[str]:
     return [r for r in MANDATE_ROLES if r in chosen]
 
 
-class AdminState(PageMixin, AuthState):
+class AdminState(McpServersMixin, PageMixin, AuthState):
     """What the Admin page shows for the selected mandate, and the actions on it."""
 
     mandates: list[MandateRow] = []
@@ -124,6 +125,7 @@ class AdminState(PageMixin, AuthState):
     show_users: bool = False
     show_instances: bool = False
     show_permissions: bool = False
+    show_mcp: bool = False
 
     # Mandates tab
     new_mandate_name: str = ""
@@ -184,7 +186,8 @@ class AdminState(PageMixin, AuthState):
         self.access_error = ""
         self.instance_roles = []
         self.decisions = []
-        self.show_mandates = self.show_users = self.show_instances = self.show_permissions = False
+        self.mcp_servers = []
+        self.show_mandates = self.show_users = self.show_instances = self.show_permissions = self.show_mcp = False
 
     def _refresh(self) -> None:
         """Reload what the page shows for the selected mandate; raises NotSignedIn."""
@@ -205,8 +208,10 @@ class AdminState(PageMixin, AuthState):
             if self.mandate_id:
                 tabs = admin.tabs(self.mandate_id)
                 self.show_users, self.show_instances = tabs.users, tabs.instances
-                self.show_permissions = tabs.permissions
+                self.show_permissions, self.show_mcp = tabs.permissions, tabs.mcp_servers
                 self._load_mandate(admin)
+                if self.show_mcp:
+                    self._load_mcp_servers(admin.access, self.mandate_id)
             allowed = [t for t in TABS if getattr(self, f"show_{t}")]
             if self.tab not in allowed:
                 self.tab = allowed[0] if allowed else ""

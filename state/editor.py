@@ -13,10 +13,13 @@ editor_chat.py) over the same graph.
 from __future__ import annotations
 
 import copy
+import functools
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 import reflex as rx
 
+from backend.actions.catalogue import mandate_catalogue
 from backend.db.models import Workflow
 from backend.errors import Conflict, DomainError, NotFound
 from backend.features.graphical_editor.interface import (
@@ -77,6 +80,17 @@ def _palette_groups(query: str) -> list[PaletteGroup]:
     return [PaletteGroup(name=name, entries=entries) for name, entries in groups.items()]
 
 
+def in_catalogue(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a deriving method with the workflow's mandate catalogue in force: node types, the
+    palette and validation then know the mandate's MCP tools (backend/actions/catalogue.py)."""
+    @functools.wraps(method)
+    def derive(self, *args: Any, **kwargs: Any) -> Any:
+        with mandate_catalogue(self._mandate_id or None):
+            return method(self, *args, **kwargs)
+
+    return derive
+
+
 def editor_interface(session, user, workflow_id: str) -> tuple[GraphicalEditorInterface, Workflow]:
     """The interface of the workflow's instance, checked for the user; NotFound when it is not theirs to see."""
     return interface_of_workflow(user, workflow_id, session)
@@ -88,6 +102,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
 
     workflow_id: str = ""
     instance_id: str = ""
+    _mandate_id: str = ""  # the workflow's mandate: whose catalogue (MCP tools) the palette shows
     workflow_name: str = ""
     missing: bool = False
     can_edit: bool = False
@@ -153,6 +168,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
                 return
             self.missing = False
             self.instance_id = iface.instance.id
+            self._mandate_id = iface.instance.mandate_id
             self.workflow_name = workflow.name
             rights = iface.editor_rights(workflow)
             self.can_edit, self.can_execute = rights.can_edit, rights.can_execute
@@ -162,7 +178,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
             self._load_test_input(workflow)
             self._load_versions(iface, workflow)
             self._load_chat_rights(iface, rights.can_use_agent)
-        self.palette_groups = _palette_groups(self.palette_query)
+        self._show_palette(self.palette_query)
         self._refresh_files()  # the Files tab: this instance's file store
         self.save_status = "readonly" if (self.viewing_version or not self.can_edit) else "saved"
         self.save_message = ""
@@ -220,6 +236,11 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
     def _shown_graph(self) -> dict[str, Any]:
         return self._viewed_graph if self.viewing_version else self._graph
 
+    @in_catalogue
+    def _show_palette(self, query: str) -> None:
+        self.palette_groups = _palette_groups(query)
+
+    @in_catalogue
     def _publish(self) -> None:
         """Derive the canvas nodes/edges, the problems and the selected node's form from the graph."""
         graph = self._shown_graph()
@@ -266,6 +287,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
             self.selected_ids = [node_id for node_id in self.selected_ids if node_id in shown]
         self._show_selected()
 
+    @in_catalogue
     def _show_selected(self) -> None:
         node = graph_edit.nodes_by_id(self._shown_graph()).get(self.selected_node) if self.selected_node else None
         self._node_extras(node)
@@ -394,6 +416,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
         """A drag stopped: store the new positions."""
         self._change(lambda graph: graph_edit.move_nodes(graph, moves), "Move")
 
+    @in_catalogue
     def _add_node(self, type_id: str, position: dict[str, Any] | None) -> None:
         """Add a node of `type_id` with its type's starting parameters (in the user's time zone)
         and select it; a refused addition selects nothing (no panel for a node that is not there)."""
@@ -593,7 +616,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
     @requires("ui")
     def set_palette_query(self, query: str):
         self.palette_query = query
-        self.palette_groups = _palette_groups(query)
+        self._show_palette(query)
 
     @rx.event
     @requires("ui")

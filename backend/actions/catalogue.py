@@ -56,3 +56,19 @@ def in_mandate(session: Session, mandate_id: str | None) -> Iterator[ActionRegis
     validation and action nodes then know the mandate's MCP tools."""
     with using(registry_for(session, mandate_id)) as registry:
         yield registry
+
+
+@contextmanager
+def mandate_catalogue(mandate_id: str | None) -> Iterator[ActionRegistry]:
+    """As :func:`in_mandate` for callers without a transaction at hand (the editor page derives
+    its palette, validation and panel between requests): a short one of its own looks the
+    mandate's catalogue up. Within a block that already has a catalogue in force, that one stays."""
+    if _in_force.get() is not None:
+        yield _in_force.get()
+        return
+    from backend.db import session_scope
+
+    with session_scope() as session:
+        registry = registry_for(session, mandate_id)
+    with using(registry):
+        yield registry

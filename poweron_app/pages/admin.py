@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from components.mcp_servers import mcp_servers_tab
 from components.shell import empty_state, gated, page_shell
 from components.tables import data_table
 from state.admin import MANDATE_ONLY, MANDATE_ROLES, AccessRow, AdminState, DecisionRow, InstanceRow, MemberRow
@@ -440,6 +441,7 @@ def admin_tabs() -> rx.Component:
         ("users", "Users", "users", AdminState.show_users, users_tab),
         ("instances", "Instances", "boxes", AdminState.show_instances, instances_tab),
         ("permissions", "Permissions", "scale", AdminState.show_permissions, permissions_tab),
+        ("mcp", "MCP servers", "plug", AdminState.show_mcp, mcp_servers_tab),
     )
     return rx.tabs.root(
         rx.tabs.list(
