@@ -11,6 +11,7 @@ The MCP server is the official SDK's (tests/mcp_test_servers.py), served on 127.
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import httpx
@@ -18,6 +19,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import ADMIN_PASSWORD, RunningApp
+from tests.e2e.test_admin_ui import choose
 from tests.e2e.test_editor_ui import api, new_workflow, open_editor
 from tests.e2e.test_workflows_ui import open_instance, pick, sign_in
 from tests.mcp_test_servers import STATIC_TOKEN, serve_tools_server
@@ -28,7 +30,7 @@ pytestmark = pytest.mark.e2e
 def mcp_servers(running_app: RunningApp) -> list[dict]:
     headers = api(running_app)[0]
     me = httpx.get(f"{running_app.api_url}/api/me", headers=headers).json()
-    mandate = me["mandates"][0]["id"]
+    mandate = next(m["id"] for m in me["mandates"] if m["name"] == "Default")
     return httpx.get(f"{running_app.api_url}/api/mandates/{mandate}/mcp-servers", headers=headers).json()
 
 
@@ -36,7 +38,9 @@ def test_an_admin_adds_an_mcp_server_whose_tools_reach_the_palette(page: Page, r
     name = f"tools-{uuid.uuid4().hex[:6]}"
     with serve_tools_server() as server:
         sign_in(page, "admin", ADMIN_PASSWORD)
+        expect(page).to_have_url(re.compile(r"/workflows$"))
         page.goto("/admin")
+        choose(page, "mandate-select", "Default")
         page.locator("#tab-mcp").click()
         expect(page.locator("#mcp-empty, #mcp-server-table").first).to_be_visible()
         page.locator("#mcp-name").fill(name)
@@ -67,6 +71,7 @@ def test_an_admin_adds_an_mcp_server_whose_tools_reach_the_palette(page: Page, r
         expect(page.locator(f'[id="palette-mcp:{name}-shout"]')).to_be_visible()
 
         page.goto("/admin")
+        choose(page, "mandate-select", "Default")
         page.locator("#tab-mcp").click()
         page.locator(f'.mcp-server-row[data-name="{name}"] .mcp-delete').click()
         page.locator("#mcp-delete-confirm").click()
@@ -79,13 +84,14 @@ def test_the_workflows_page_exposes_a_workflow_as_mcp_tool(page: Page, running_a
     headers, instance = api(running_app)
     workflow_id, name = new_workflow(running_app, "MCP exposed")
     sign_in(page, "admin", ADMIN_PASSWORD)
+    expect(page).to_have_url(re.compile(r"/workflows$"))
     page.goto("/workflows")
     open_instance(page, "Graphical Editor")
     switch = page.locator(".workflow-row", has_text=name).locator(".mcp-tool-switch")
-    expect(switch).to_have_attribute("data-state", "unchecked")
+    expect(switch).to_have_attribute("aria-checked", "false")
     switch.click()
     expect(page.get_by_text(f"'{name}' is offered to MCP clients as a tool.")).to_be_visible()
-    expect(switch).to_have_attribute("data-state", "checked")
+    expect(switch).to_have_attribute("aria-checked", "true")
     stored = httpx.get(f"{running_app.api_url}/api/graphicalEditor/{instance}/workflows/{workflow_id}",
                        headers=headers).json()
     assert stored["mcpTool"] is True
@@ -94,6 +100,7 @@ def test_the_workflows_page_exposes_a_workflow_as_mcp_tool(page: Page, running_a
 def test_a_token_narrowed_to_one_instance_and_read_only(page: Page, running_app: RunningApp):
     token_name = f"mcp-{uuid.uuid4().hex[:6]}"
     sign_in(page, "admin", ADMIN_PASSWORD)
+    expect(page).to_have_url(re.compile(r"/workflows$"))
     page.goto("/tokens")
     page.locator("#new-token-name").fill(token_name)
     option = page.get_by_role("option", name="Graphical Editor (graphicalEditor)")
