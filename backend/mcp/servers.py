@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from sqlalchemy import event
 from sqlmodel import select
 
 from backend.actions.toolboxes import MCP_TOOLBOX_PREFIX
@@ -29,6 +30,7 @@ from backend.crypto import seal
 from backend.db.models import AccessRule, McpServer, Role, utcnow
 from backend.errors import FieldError, InvalidInput, NotFound
 from backend.mcp.client import McpClientError, ServerAccess, access_of, list_tools
+from backend.mcp.toolboxes import forget
 from backend.rbac.access import AccessContext
 from backend.rbac.door import Door, guarded
 from backend.rbac.rights import RESOURCE
@@ -142,6 +144,7 @@ class McpServers(Door):
         self.session.add(row)
         self.session.flush()
         self._write_rules(name, role_ids)
+        self._changed()
         return self._view(row)
 
     @guarded(RESOURCE, MANAGE_MCP_SERVERS)
@@ -169,6 +172,7 @@ class McpServers(Door):
         row.tools = tools
         row.tools_refreshed_at = utcnow()
         self._mark(row, "active", None)
+        self._changed()
         return self._view(row)
 
     @guarded(RESOURCE, MANAGE_MCP_SERVERS)
@@ -194,8 +198,14 @@ class McpServers(Door):
             self.session.delete(rule)
         self.session.delete(row)
         self.session.flush()
+        self._changed()
 
     # --- helpers --------------------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        """This mandate's catalogue is looked up afresh, now and again once the change commits."""
+        forget(self.mandate_id)
+        event.listen(self.session, "after_commit", lambda _session: forget(self.mandate_id), once=True)
 
     def _may_manage(self) -> bool:
         return self.access.resolve(RESOURCE, MANAGE_MCP_SERVERS, self.mandate_id).allowed

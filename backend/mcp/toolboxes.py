@@ -7,14 +7,16 @@ server says so (``readOnlyHint``), else write and external send. Calling one cal
 server through backend/mcp/client.py (timeout, size cap, credentials). A server that failed its
 last test keeps its tools: a call then fails with the server's error, which the caller reads.
 
-The actions of a mandate are built once per state of its servers (id, lock_version, refresh time)
-and kept in memory; a round of an agent or a node of a run costs one small query.
+The actions of a mandate are built once per state of its servers (id, lock_version, refresh time),
+and kept in memory; that state is looked at again at most every RECHECK_SECONDS (one small query),
+at once after the door changed the mandate's servers in this process.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,19 +29,40 @@ from backend.db.models import McpServer
 from backend.mcp.client import ServerAccess, access_of, call_tool
 
 MAX_DESCRIPTION = 1000
-_cache: dict[str, tuple[tuple, list[Action], list[Toolbox]]] = {}
+# mandate -> (state of its servers, actions, toolboxes, when looked at: time.monotonic())
+_cache: dict[str, tuple[tuple, list[Action], list[Toolbox], float]] = {}
+RECHECK_SECONDS = 2.0
 _cache_lock = threading.Lock()
 _CACHE_MANDATES = 256
 
 
+def forget(mandate_id: str) -> None:
+    """Look the mandate's servers up again at the next call (this process changed them)."""
+    with _cache_lock:
+        _cache.pop(mandate_id, None)
+
+
 def mandate_toolboxes(session: Session, mandate_id: str) -> tuple[list[Action], list[Toolbox]]:
-    """The actions and toolboxes of the mandate's registered MCP servers."""
+    """The actions and toolboxes of the mandate's registered MCP servers.
+
+    Within RECHECK_SECONDS of the last look the answer comes from memory (every run start and
+    execution asks, and a run costs milliseconds); the door forgets a mandate it changes, so this
+    process sees its own changes at once and others within RECHECK_SECONDS. Who may call a tool is
+    not cached here: may_run checks the server's RESOURCE rules on every call.
+    """
+    now = time.monotonic()
+    with _cache_lock:
+        cached = _cache.get(mandate_id)
+    if cached is not None and now - cached[3] < RECHECK_SECONDS:
+        return cached[1], cached[2]
     state = tuple(session.exec(
         select(McpServer.id, McpServer.lock_version, McpServer.tools_refreshed_at)
         .where(McpServer.mandate_id == mandate_id).order_by(McpServer.name)).all())
     with _cache_lock:
         cached = _cache.get(mandate_id)
     if cached is not None and cached[0] == state:
+        with _cache_lock:
+            _cache[mandate_id] = (*cached[:3], now)
         return cached[1], cached[2]
     actions: list[Action] = []
     toolboxes: list[Toolbox] = []
@@ -53,7 +76,7 @@ def mandate_toolboxes(session: Session, mandate_id: str) -> tuple[list[Action], 
     with _cache_lock:
         if len(_cache) >= _CACHE_MANDATES:
             _cache.pop(next(iter(_cache)))
-        _cache[mandate_id] = (state, actions, toolboxes)
+        _cache[mandate_id] = (state, actions, toolboxes, now)
     return actions, toolboxes
 
 
