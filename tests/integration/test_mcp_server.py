@@ -406,3 +406,38 @@ def test_the_mcp_inspector_cli_lists_and_calls_tools(served):
     assert json.loads(read["content"][0]["text"])["text"] == "from the inspector"
     clients = {s[0].detail["mcpClient"].get("name") for _, s in traces()}
     assert clients and None not in clients
+
+
+# --- another PowerOn as the client -----------------------------------------------------------------------
+
+
+def test_another_poweron_registers_this_one_and_its_tools_run_as_the_token_user(served):
+    """A PowerOn registers a PowerOn's /mcp as an external MCP server (here: a second mandate of the
+    same installation, the way another installation would): its tools become the toolbox
+    mcp:<name> there and run here with the rights of the token's user, traced here as MCP calls."""
+    other = served.rest.post("/api/mandates", json={"name": "Other PowerOn"}, headers=served.auth(served.admin))
+    assert other.status_code == 201, other.text
+    # A token of the admin here, limited to the Workspace and to reading.
+    token = served.api_token(served.admin, "for the other PowerOn", instanceId=served.workspace, readOnly=True)
+    registered = served.rest.post(
+        f"/api/mandates/{other.json()['id']}/mcp-servers", headers=served.auth(served.admin),
+        json={"name": "home", "url": served.mcp_url(), "headers": {"Authorization": f"Bearer {token}"}})
+    assert registered.status_code == 201, registered.text
+    tools = {t["name"]: t for t in registered.json()["tools"]}
+    assert "core_detectLanguage" in tools and tools["core_detectLanguage"]["readOnly"] is True
+    assert all(tool["readOnly"] for tool in tools.values())  # a read-only token: read tools only
+    assert token not in registered.text
+
+    with session_scope() as session:
+        from backend.actions import ActionContext, execute_action
+        from backend.actions.catalogue import registry_for
+        from backend.db.models import User
+
+        admin = session.exec(select(User).where(User.username == "admin")).one()
+        context = ActionContext(session, admin, other.json()["id"])
+        result = execute_action("mcp:home.core_detectLanguage", {"text": "Guten Morgen, wie geht es dir heute?"},
+                                context, registry_for(session, other.json()["id"]))
+    assert result.ok, result.error
+    assert "de" in json.dumps(result.output)
+    called = [steps[0] for _run, steps in traces() if steps and steps[0].name == "core_detectLanguage"]
+    assert called and called[-1].ok is True
