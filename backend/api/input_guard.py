@@ -26,9 +26,9 @@ from email.message import Message
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
-from starlette.types import Message as AsgiMessage
 
 from backend import json_limits
+from backend.api.asgi_body import read_body, replay
 from backend.errors import FieldError, InvalidInput
 
 API_PREFIX = "/api/"
@@ -80,32 +80,6 @@ def refusal(body: bytes) -> JSONResponse | None:
     return None
 
 
-async def _read_body(receive: Receive) -> tuple[bytes, AsgiMessage | None]:
-    """The whole body, or what came before the client went away (with that message)."""
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(chunks), message
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks), None
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A receive that hands the app the body read already, then listens to the client again."""
-    sent = False
-
-    async def replayed() -> AsgiMessage:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replayed
-
-
 class InputGuard:
     """ASGI middleware applying `refusal` to the JSON request bodies of the API (see module doc)."""
 
@@ -117,11 +91,11 @@ class InputGuard:
         if not _guarded(scope):
             await self.app(scope, receive, send)
             return
-        body, disconnect = await _read_body(receive)
+        body, disconnect = await read_body(receive)
         if disconnect is not None:  # the client is gone: nothing to check, nothing to answer
             return
         answer = refusal(body) if body.strip() else None
         if answer is not None:
             await answer(scope, receive, send)
             return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay(body, receive), send)

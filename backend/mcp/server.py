@@ -53,6 +53,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import Message, Receive, Scope, Send
 
 from backend import __version__
+from backend.api.asgi_body import read_body, replay
 from backend.auth import token_and_user
 from backend.db import session_scope
 from backend.errors import NotFound
@@ -309,36 +310,6 @@ def _rpc_error(message: str, code: int = types.INVALID_REQUEST) -> dict[str, Any
     return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
 
 
-async def _read_body(receive: Receive) -> tuple[bytes | None, Message | None]:
-    """The body (None when it exceeds MAX_BODY_BYTES), or what arrived before the client left."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(chunks), message
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return None, None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks), None
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replayed() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replayed
-
-
 def _initialize_client(body: bytes) -> Any:
     try:
         message = json.loads(body)
@@ -455,7 +426,7 @@ class McpEndpoint:
         if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             body, gone = None, None
         else:
-            body, gone = await _read_body(receive)
+            body, gone = await read_body(receive, MAX_BODY_BYTES)
         if gone is not None:
             return
         if body is None:
@@ -464,7 +435,7 @@ class McpEndpoint:
             return
         client_info = _initialize_client(body)
         session_id = _session_id(client_info) if client_info is not None else None
-        await manager.handle_request(scope, _replay(body, receive),
+        await manager.handle_request(scope, replay(body, receive),
                                           _with_session_header(send, session_id) if session_id else send)
 
 
