@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite as two groups running at the same time — unit + integration tests
-# spread over pytest-xdist workers (POWERON_TEST_WORKERS, default 4 — many tests wait on processes, leases and
-# timeouts more than they compute, so more workers than cores shorten the run; tests of one xdist_group stay on one
+# spread over pytest-xdist workers (POWERON_TEST_WORKERS, default 2; 4 shortened a run on two cores by 11 % but
+# starves the lease and takeover tests of CPU; tests of one xdist_group stay on one
 # worker, e.g. the scale-out cluster), and the browser tests in one
 # process (they share one Reflex app and its .web/ folder). Each line is prefixed with its group;
 # the exit status is the first failing group's (pytest's 5, "no tests collected", fails too).
@@ -21,7 +21,7 @@ run_group() {  # name, pytest arguments...
 }
 
 started=$SECONDS
-run_group backend -n "${POWERON_TEST_WORKERS:-4}" --dist loadgroup tests/unit tests/integration &
+run_group backend -n "${POWERON_TEST_WORKERS:-2}" --dist loadgroup tests/unit tests/integration &
 backend=$!
 run_group e2e tests/e2e &
 e2e=$!
