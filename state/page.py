@@ -9,7 +9,7 @@ import reflex as rx
 from sqlmodel import Session
 
 from backend.db.models import User
-from backend.errors import DomainError
+from backend.errors import DomainError, InvalidInput
 from backend.statemachines import ConcurrentTransition
 from state.auth import NotSignedIn
 from state.permissions import requires
@@ -25,7 +25,10 @@ def routed_id(path: str, page: str) -> str:
 
 
 def user_message(exc: Exception) -> str:
-    """A backend error as the page shows it (the REST field prefix "name: " is dropped)."""
+    """A backend error as the page shows it (the REST field prefix "name: " of a lone problem is
+    dropped; with several, each keeps the field it is about)."""
+    if isinstance(exc, InvalidInput) and len(exc.errors) > 1:
+        return str(exc)
     return str(exc).removeprefix("name: ")
 
 

@@ -24,7 +24,7 @@ def create_form() -> rx.Component:
                 on_change=TokensState.set_new_instance,
             ),
             rx.checkbox("Read-only", checked=TokensState.new_read_only, on_change=TokensState.set_new_read_only,
-                        id="new-token-read-only"),
+                        id="new-token-read-only", name="read_only"),
             rx.button(rx.icon("plus", size=16), "Create token", type="submit", id="create-token"),
             align="center",
             spacing="3",
