@@ -138,17 +138,24 @@ def serve_tools_server(oauth: bool = False) -> Iterator[RunningServer]:
     if oauth:
         state.token_url = f"http://127.0.0.1:{port}/token"
     app = build_server(verifier, port, state if oauth else None).streamable_http_app()
+    with serve_in_thread(app, port):
+        yield state
+
+
+@contextmanager
+def serve_in_thread(app, port: int) -> Iterator[None]:
+    """Serve the ASGI `app` with uvicorn (lifespan on) on 127.0.0.1:`port` in a thread until the block ends."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                            timeout_graceful_shutdown=1, lifespan="on"))
-    thread = threading.Thread(target=server.run, name=f"mcp-test-{port}", daemon=True)
+    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test MCP server did not start")
+            raise RuntimeError(f"uvicorn did not start on port {port}")
         time.sleep(0.02)
     try:
-        yield state
+        yield
     finally:
         server.should_exit = True
         thread.join(timeout=10)

@@ -279,12 +279,6 @@ def _short(exc: Exception) -> str:
     return str(exc)[:300]
 
 
-def forget_tokens() -> None:
-    """Drop every cached OAuth token."""
-    with _tokens_lock:
-        _tokens.clear()
-
-
 # --- results --------------------------------------------------------------------------------
 
 

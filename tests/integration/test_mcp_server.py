@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -31,16 +27,11 @@ from backend.api.app import create_api
 from backend.db import session_scope
 from backend.db.models import AgentRun, AgentStep, WorkflowRun
 from tests.integration.conftest import ADMIN_PASSWORD
+from tests.mcp_test_servers import free_port, serve_in_thread
 from tests.mcp_tools import INSPECTOR, node_env
 
 PASSWORD = "secret-pass-123"
 WAIT = 20.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass
@@ -74,22 +65,12 @@ class Served:
 def served(app_config: str) -> Iterator[Served]:
     """create_api() under uvicorn (lifespan on) on a free port, until the test ends."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_api(), host="127.0.0.1", port=port, lifespan="on",
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
     url = f"http://127.0.0.1:{port}"
-    with httpx.Client(base_url=url, timeout=WAIT) as rest:
+    with serve_in_thread(create_api(), port), httpx.Client(base_url=url, timeout=WAIT) as rest:
         admin = rest.post("/api/auth/login", json={"username": "admin", "password": ADMIN_PASSWORD}).json()["token"]
         me = rest.get("/api/me", headers={"Authorization": f"Bearer {admin}"}).json()
         code_of = {i["featureCode"]: i["id"] for i in me["instances"]}
         yield Served(url, rest, admin, code_of["workspace"], code_of["graphicalEditor"])
-    server.should_exit = True
-    thread.join(WAIT)
 
 
 def client(url: str, token: str | None, mode: str = "auto", **options) -> Client:
