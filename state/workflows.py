@@ -24,6 +24,7 @@ class WorkflowRow(TypedDict):
     status: str
     modified: str
     mcp_tool: bool
+    published: bool
     mcp_hint: str  # what the MCP switch means for this workflow now
 
 
@@ -191,9 +192,14 @@ class WorkflowsState(InstanceChoiceMixin, RenameMixin, PageMixin, AuthState):
     @requires_door(Door.update_workflow)
     def set_mcp_tool(self, workflow_id: str, exposed: bool):
         """Switch "expose as MCP tool": the published version becomes a tool at /mcp (or stops being one)."""
-        name = next((w["name"] for w in self.workflows if w["id"] == workflow_id), "")
-        success = (f"'{name}' is offered to MCP clients as a tool." if exposed
-                   else f"'{name}' is no longer offered to MCP clients.")
+        row = next((w for w in self.workflows if w["id"] == workflow_id), None)
+        name = row["name"] if row else ""
+        if not exposed:
+            success = f"'{name}' is no longer offered to MCP clients."
+        elif row and row["published"]:
+            success = f"'{name}' is offered to MCP clients as a tool."
+        else:
+            success = f"'{name}' will be offered to MCP clients as a tool once it is published."
         return self._run(lambda iface: iface.update_workflow(iface.get_workflow(workflow_id), mcp_tool=bool(exposed)),
                          success=success)
 
@@ -245,4 +251,4 @@ def _workflow_row(summary: WorkflowSummary) -> WorkflowRow:
         hint = "offered as a tool at /mcp" if workflow.mcp_tool else "not offered to MCP clients"
     return WorkflowRow(id=workflow.id, name=workflow.name, description=workflow.description,
                        status=_status_text(summary), modified=workflow.sys_modified_at.strftime("%Y-%m-%d %H:%M UTC"),
-                       mcp_tool=workflow.mcp_tool, mcp_hint=hint)
+                       mcp_tool=workflow.mcp_tool, published=summary.published_version is not None, mcp_hint=hint)

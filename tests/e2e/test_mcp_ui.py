@@ -90,7 +90,7 @@ def test_the_workflows_page_exposes_a_workflow_as_mcp_tool(page: Page, running_a
     switch = page.locator(".workflow-row", has_text=name).locator(".mcp-tool-switch")
     expect(switch).to_have_attribute("aria-checked", "false")
     switch.click()
-    expect(page.get_by_text(f"'{name}' is offered to MCP clients as a tool.")).to_be_visible()
+    expect(page.get_by_text(f"'{name}' will be offered to MCP clients as a tool once it is published.")).to_be_visible()
     expect(switch).to_have_attribute("aria-checked", "true")
     stored = httpx.get(f"{running_app.api_url}/api/graphicalEditor/{instance}/workflows/{workflow_id}",
                        headers=headers).json()
