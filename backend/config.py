@@ -128,6 +128,21 @@ class Settings:
             (503, 504) (POWERON_GRAPH_MAX_RETRIES).
         graph_max_wait_seconds: Longest total wait (Retry-After) for one request before it fails
             naming the throttling (POWERON_GRAPH_MAX_WAIT_SECONDS).
+        clickup_api_url: ClickUp's API v2 (POWERON_CLICKUP_API_URL, default
+            https://api.clickup.com/api/v2); tests point it at a stand-in.
+        clickup_auth_url: ClickUp's consent page (POWERON_CLICKUP_AUTH_URL, default https://app.clickup.com/api).
+        clickup_client_id, clickup_client_secret: The ClickUp OAuth app of this installation
+            (POWERON_CLICKUP_CLIENT_ID / _SECRET); None: ClickUp connects by personal token only.
+        jira_client_id, jira_client_secret: The Atlassian OAuth 2.0 (3LO) app (POWERON_JIRA_CLIENT_ID /
+            _SECRET); None: Jira connects by API token or personal access token only.
+        atlassian_auth_url: Atlassian's identity service (POWERON_ATLASSIAN_AUTH_URL, default
+            https://auth.atlassian.com).
+        atlassian_api_url: Atlassian's API gateway for OAuth apps (POWERON_ATLASSIAN_API_URL, default
+            https://api.atlassian.com): accessible resources, /me and /ex/jira/{cloudId}/….
+        connector_timeout_seconds: Longest wait for one ClickUp or Jira request
+            (POWERON_CONNECTOR_TIMEOUT_SECONDS).
+        connector_max_wait_seconds: Longest total wait for one request that ClickUp or Jira rate-limits
+            (429) before it fails naming the limit (POWERON_CONNECTOR_MAX_WAIT_SECONDS).
         role: What this process does (POWERON_ROLE): `all` (API, UI, scheduler, timers and run
             execution; the default and the only role SQLite allows), `api` (accepts and enqueues,
             executes nothing) or `worker` (executes runs from the shared queue, serves nothing).
@@ -193,6 +208,16 @@ class Settings:
     graph_max_pages: int = 20
     graph_max_retries: int = 4
     graph_max_wait_seconds: float = 60.0
+    clickup_api_url: str = "https://api.clickup.com/api/v2"
+    clickup_auth_url: str = "https://app.clickup.com/api"
+    clickup_client_id: str | None = None
+    clickup_client_secret: str | None = field(default=None, repr=False)
+    jira_client_id: str | None = None
+    jira_client_secret: str | None = field(default=None, repr=False)
+    atlassian_auth_url: str = "https://auth.atlassian.com"
+    atlassian_api_url: str = "https://api.atlassian.com"
+    connector_timeout_seconds: float = 30.0
+    connector_max_wait_seconds: float = 60.0
     role: str = "all"
     worker_heartbeat_seconds: float = 5.0
     worker_timeout_seconds: float = 30.0
@@ -490,6 +515,16 @@ def get_settings() -> Settings:
         graph_max_pages=_count("POWERON_GRAPH_MAX_PAGES", 20),
         graph_max_retries=_count("POWERON_GRAPH_MAX_RETRIES", 4),
         graph_max_wait_seconds=_seconds("POWERON_GRAPH_MAX_WAIT_SECONDS", 60.0, zero_ok=True),
+        clickup_api_url=_url("POWERON_CLICKUP_API_URL", "https://api.clickup.com/api/v2"),
+        clickup_auth_url=_url("POWERON_CLICKUP_AUTH_URL", "https://app.clickup.com/api"),
+        clickup_client_id=_text("POWERON_CLICKUP_CLIENT_ID"),
+        clickup_client_secret=os.environ.get("POWERON_CLICKUP_CLIENT_SECRET") or None,
+        jira_client_id=_text("POWERON_JIRA_CLIENT_ID"),
+        jira_client_secret=os.environ.get("POWERON_JIRA_CLIENT_SECRET") or None,
+        atlassian_auth_url=_url("POWERON_ATLASSIAN_AUTH_URL", "https://auth.atlassian.com"),
+        atlassian_api_url=_url("POWERON_ATLASSIAN_API_URL", "https://api.atlassian.com"),
+        connector_timeout_seconds=_seconds("POWERON_CONNECTOR_TIMEOUT_SECONDS", 30.0),
+        connector_max_wait_seconds=_seconds("POWERON_CONNECTOR_MAX_WAIT_SECONDS", 60.0, zero_ok=True),
         role=_role(db_url),
         worker_heartbeat_seconds=_seconds("POWERON_WORKER_HEARTBEAT_SECONDS", 5.0),
         worker_timeout_seconds=_seconds("POWERON_WORKER_TIMEOUT_SECONDS", 30.0),

@@ -122,6 +122,10 @@ class OAuthProvider:
         token_scopes: What a refresh of the connection's own token asks for, when the consent also
             covers other resources (Microsoft issues a token for one resource at a time); default:
             `scopes`.
+        unavailable: None when this installation can make consents with this provider, else why not
+            (for a type that is also made with typed settings, whose `unavailable` is then None).
+        lasting_tokens: The provider issues access tokens that do not expire and no refresh token
+            (ClickUp): a token answer without `expires_in` is then kept until it is refused.
     """
 
     name: str
@@ -130,6 +134,8 @@ class OAuthProvider:
     identify: Callable[[str], Identity]
     authorize_params: tuple[tuple[str, str], ...] = ()
     token_scopes: tuple[str, ...] = ()
+    unavailable: Callable[[], str | None] = lambda: None
+    lasting_tokens: bool = False
 
 
 def _digest(value: str) -> str:
@@ -177,7 +183,7 @@ def _consent_type(type_id: Any) -> ConnectionType:
         kind = connection_type(type_id)
     except InvalidInput:
         raise NotFound(f"connection type {type_id!r} not found") from None
-    if kind.auth != "oauth" or kind.oauth is None:
+    if kind.oauth is None:
         raise InvalidInput([FieldError("type", f"'{kind.id}' connections are made with typed settings "
                                                "(POST /api/connections), not by consent")])
     return kind
@@ -192,7 +198,7 @@ def oauth_type(type_id: Any) -> tuple[ConnectionType, OAuthProvider]:
             missing settings named); field `type`.
     """
     kind = _consent_type(type_id)
-    unavailable = kind.unavailable()
+    unavailable = kind.unavailable() or kind.oauth.unavailable()
     if unavailable:
         raise InvalidInput([FieldError("type", unavailable)])
     return kind, kind.oauth
@@ -445,11 +451,16 @@ def _available(type_id: str) -> tuple[ConnectionType, OAuthProvider]:
         raise OAuthFailed(str(exc)) from None
 
 
-def _token_secret(token: Mapping[str, Any], refresh_token: str | None = None) -> dict[str, Any]:
-    """The sealed part of a connection from a token answer (the old refresh token kept when none came)."""
+LASTING_SECONDS = 100 * 365 * 86400
+
+
+def _token_secret(token: Mapping[str, Any], refresh_token: str | None = None, lasting: bool = False
+                  ) -> dict[str, Any]:
+    """The sealed part of a connection from a token answer (the old refresh token kept when none came;
+    `lasting`: a token without `expires_in` does not expire)."""
     expires_at = token.get("expires_at")  # authlib's OAuth2Token derives it from expires_in
     if not isinstance(expires_at, int | float):
-        expires_at = time.time() + 3600
+        expires_at = time.time() + (LASTING_SECONDS if lasting else 3600)
     return {"accessToken": token["access_token"], "refreshToken": token.get("refresh_token") or refresh_token or "",
             "expiresAt": int(expires_at), "scope": token.get("scope") or ""}
 
@@ -477,10 +488,10 @@ def _redeem(provider: OAuthProvider, type_id: str, code: str, verifier: str) -> 
         client.close()
     if not token.get("access_token"):
         raise OAuthFailed(f"{provider.name} sent no access token; nothing was connected")
-    if not token.get("refresh_token"):
+    if not token.get("refresh_token") and not provider.lasting_tokens:
         raise OAuthFailed(f"{provider.name} granted no refresh token (the offline_access permission): without it "
                           "the connection would stop working within the hour; nothing was connected")
-    return _token_secret(token)
+    return _token_secret(token, lasting=provider.lasting_tokens)
 
 
 def _transport_reason(exc: Exception) -> str:

@@ -54,6 +54,41 @@ class Credentials:
 
 
 @dataclass(frozen=True)
+class RemoteHook:
+    """A webhook registered at the outside system: its id there and the secret that signs deliveries."""
+
+    remote_id: str
+    secret: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class WebhookSupport:
+    """How a connection type's system starts workflows (the trigger node `trigger.<type id>`).
+
+    Attributes:
+        events: The event names the trigger offers (the service's own, e.g. "taskCreated",
+            "jira:issue_created"), first the default.
+        params_model: The trigger node's parameters (pydantic, camelCase aliases): `connectionId`,
+            `events` and what narrows the subscription (a ClickUp workspace/space/list, a JQL filter).
+        register: `register(credentials, url, events, params, secret)` registers a webhook that POSTs
+            `events` to `url`; `params` are the node's parameters (by alias); `secret` is a fresh random
+            secret the service may use (Jira) or ignore, returning its own (ClickUp). Raises
+            ConnectionFailed naming what the service refused.
+        unregister: `unregister(credentials, remote_id)` removes it (a missing one is no error).
+        verify: `verify(headers, body, secret)`: whether a delivery is signed with `secret`
+            (headers by lower-case name, the raw body).
+        event_of: The event name of a delivery's JSON body (None: not an event of this service).
+    """
+
+    events: tuple[str, ...]
+    params_model: type[BaseModel]
+    register: Callable[[Credentials, str, tuple[str, ...], dict[str, Any], str], RemoteHook]
+    unregister: Callable[[Credentials, str], None]
+    verify: Callable[[Any, bytes, str], bool]
+    event_of: Callable[[Any], str | None]
+
+
+@dataclass(frozen=True)
 class ConnectionType:
     """One kind of outside account.
 
@@ -61,7 +96,8 @@ class ConnectionType:
         id: The type id of the REST API and of `@action(connection_type=…)` (e.g. "imap").
         label: What the Connections page calls it (e.g. "E-mail (IMAP/SMTP)").
         description: One sentence for the page.
-        auth: "password" (settings typed by the user) or "oauth" (a consent at the provider).
+        auth: "password" (settings typed by the user) or "oauth" (a consent at the provider). A
+            password type may also name an `oauth` provider: it is then made either way.
         settings_model: For password types: the settings POST /api/connections takes (pydantic,
             camelCase aliases); None for OAuth types.
         secret_fields: Settings (by Python name) that are sealed and never returned.
@@ -74,6 +110,7 @@ class ConnectionType:
         files: For a type offering FILES: builds its FileAccess.
         oauth: For auth "oauth": the provider's consent and token endpoints, scopes and how to
             tell whose account was connected (backend.connectors.oauth.OAuthProvider).
+        webhooks: When the system can start workflows: how its webhooks are registered and verified.
         renew_due: For credentials that age (OAuth tokens): renews them when they are due, in a
             transaction of its own, or raises ConnectionFailed. `store.open_connection` calls it
             before the caller's session reads the connection, so the caller never holds a
@@ -92,6 +129,7 @@ class ConnectionType:
     files: Callable[[Credentials], Any] | None = None
     oauth: Any = None
     renew_due: Callable[[Credentials], None] | None = None
+    webhooks: WebhookSupport | None = None
 
     @property
     def offers(self) -> frozenset[str]:
