@@ -57,6 +57,7 @@ class TypeCard(TypedDict):
     description: str
     auth: str
     unavailable: str
+    consent: bool  # (also) made by consent at the provider, available here
 
 
 class SettingField(TypedDict):
@@ -216,7 +217,7 @@ class ConnectionsState(RenameMixin, PageMixin, AuthState):
     @staticmethod
     def _card(kind: TypeView) -> TypeCard:
         return TypeCard(id=kind.id, label=kind.label, description=kind.description, auth=kind.auth,
-                        unavailable=kind.unavailable or "")
+                        unavailable=kind.unavailable or "", consent=kind.consent)
 
     def _query(self, name: str) -> str:
         return str(self.router.url.query_parameters.get(name) or "").strip()[:500]
@@ -331,7 +332,7 @@ class ConnectionsState(RenameMixin, PageMixin, AuthState):
     def connect_oauth(self, form: dict):
         """Start the consent at the provider for a type connected by OAuth (msft)."""
         type_id = str(form.get("type") or "")
-        if not any(t["id"] == type_id and t["auth"] == "oauth" for t in self.types):
+        if not any(t["id"] == type_id and t["consent"] for t in self.types):
             self.error = f"'{type_id}' is not connected by consent."
             return None
         return self._to_consent(type_id, str(form.get("label") or "").strip() or None,

@@ -494,6 +494,8 @@ class ConnectionTypeOut(CamelModel):
     auth: Literal["password", "oauth"]
     settings_schema: dict[str, Any] | None
     unavailable: str | None
+    consent: bool = Field(False, description="Also (or only) made by consent at the provider "
+                                             "(GET /api/connections/oauth/{type}/start), available here")
 
 
 class ConnectionOut(CamelModel):

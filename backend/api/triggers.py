@@ -26,7 +26,7 @@ from backend.config import get_settings
 from backend.db import session_scope
 from backend.errors import FieldError, InvalidInput
 from backend.features.graphical_editor.interface import GraphicalEditorInterface
-from backend.triggers import events, forms, launch, webhooks
+from backend.triggers import events, forms, launch, remote, webhooks
 
 router = APIRouter(prefix="/api", tags=["triggers"])
 WorkflowId = Annotated[str, Path(alias="workflowId")]
@@ -109,6 +109,32 @@ async def receive_webhook(workflow_id: WorkflowId, path: str, request: Request) 
     except launch.Overloaded as exc:
         raise _overloaded(exc) from None
     return RunAccepted(run_id=delivery.run_id)
+
+
+class DeliveryAccepted(CamelModel):
+    run_id: str | None = None
+    ignored: str | None = None
+
+
+@router.post("/hooks/remote/{token}", status_code=202, response_model=DeliveryAccepted, name="remote_webhook",
+             responses={401: {"description": "The delivery's signature (ClickUp X-Signature, Jira X-Hub-Signature) "
+                                             "did not verify."},
+                        404: {"description": "No webhook is registered at this address."},
+                        413: {"description": "The body is larger than POWERON_WEBHOOK_MAX_BYTES."}},
+             openapi_extra={**permission("public")["openapi_extra"], **RAW_BODY})
+async def receive_remote_webhook(token: Annotated[str, Path(max_length=64)], request: Request) -> DeliveryAccepted:
+    """A delivery of an outside system (ClickUp, Jira) for a webhook registered when a workflow with its
+    trigger node was published: 202 {runId} (or {ignored} naming why nothing started: an event the
+    trigger does not listen to, a workflow switched off); 401 bad signature; 404 unknown address;
+    422 not JSON; 429 too many queued runs."""
+    body = await read_body(request, get_settings().webhook_max_bytes)
+    try:
+        accepted = await run_in_threadpool(remote.receive, token, body, dict(request.headers))
+    except remote.Unauthorized as exc:
+        raise HTTPException(status_code=401, detail=str(exc)) from None
+    except launch.Overloaded as exc:
+        raise _overloaded(exc) from None
+    return DeliveryAccepted(run_id=accepted.run_id, ignored=accepted.ignored)
 
 
 for _method in HOOK_METHODS:

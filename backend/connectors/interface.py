@@ -40,6 +40,7 @@ class TypeView:
     auth: str
     settings_schema: dict[str, Any] | None
     unavailable: str | None
+    consent: bool = False  # also (or only) made by consent at the provider, available here
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,11 @@ class TestResult:
     status: str
 
 
+def _consent_offered(kind: Any) -> bool:
+    """Whether a connection of `kind` can be made by consent here (its provider set up)."""
+    return kind.oauth is not None and not kind.unavailable() and not kind.oauth.unavailable()
+
+
 class Connections(Door):
     """The connections one user may use and manage."""
 
@@ -96,7 +102,7 @@ class Connections(Door):
         installation can make it."""
         return [TypeView(t.id, t.label, t.description, t.auth,
                          t.settings_model.model_json_schema(by_alias=True) if t.settings_model else None,
-                         t.unavailable()) for t in connection_types()]
+                         t.unavailable(), _consent_offered(t)) for t in connection_types()]
 
     @guarded("authenticated")
     def list(self) -> list[ConnectionView]:

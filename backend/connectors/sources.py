@@ -253,6 +253,11 @@ def node_connection_types(type_id: Any) -> tuple[str, ...] | None:
     kind = node_type(type_id)
     if kind is None or "connectionId" not in (kind.params_model.model_json_schema().get("properties") or {}):
         return None
+    from backend.triggers.remote import remote_kind
+
+    remote = remote_kind(type_id)
+    if remote is not None:
+        return (remote.id,)
     action = current_registry().actions.get(type_id)
     named = tuple(getattr(action, "connection_types", ()) or ()) if action is not None else ()
     if action is not None and not named and action.connection_type:

@@ -690,6 +690,29 @@ class Connection(SQLModel, table=True):
     lock_version: int = 1
 
 
+class RemoteWebhook(SQLModel, table=True):
+    """A webhook registered at an outside system (ClickUp, Jira …) for a trigger node of a
+    workflow's published version (backend/triggers/remote.py): deliveries arrive at
+    `/api/hooks/remote/{token}`; `secret` (sealed, never returned) verifies their signature.
+    `fingerprint` identifies what was registered (type, connection, events, filters), so a new
+    publication keeps a registration that did not change."""
+
+    __tablename__ = "remote_webhook"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    token: str = Field(max_length=64, unique=True)
+    workflow_id: str = Field(foreign_key="workflow.id", index=True, max_length=32)
+    node_id: str = Field(max_length=100)
+    type: str = Field(max_length=32)
+    connection_id: str = Field(max_length=32)
+    remote_id: str = Field(max_length=300)
+    secret: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    fingerprint: str = Field(max_length=64)
+    events: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    last_delivery_at: datetime | None = None
+
+
 class McpServer(SQLModel, table=True):
     """An external MCP server a mandate admin registered (issue 19); a toolbox `mcp:<name>`.
 

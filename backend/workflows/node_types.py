@@ -445,6 +445,23 @@ BUILTIN_NODE_TYPES: tuple[NodeType, ...] = (
 _BUILTINS: dict[str, NodeType] = {n.type: n for n in BUILTIN_NODE_TYPES}
 
 
+def remote_trigger_type(type_id: str, kind: Any) -> NodeType:
+    """The trigger node of a connection type whose system has webhooks (backend/triggers/remote.py):
+    its parameters are read when the workflow is published (the registration), so they are literal."""
+    model = kind.webhooks.params_model
+    names = tuple(field.alias or name for name, field in model.model_fields.items())
+    return _trigger(type_id, f"{kind.label} event", f"Runs when {kind.label} reports an event (the webhook is "
+                    "registered when the workflow is published)", model, literal_parameters=names,
+                    literal_reader="the webhook registration on publish",
+                    new_parameters=lambda _tz: {"events": [kind.webhooks.events[0]]})
+
+
+def _remote_triggers() -> tuple[NodeType, ...]:
+    from backend.triggers.remote import remote_node_types
+
+    return remote_node_types()
+
+
 @functools.lru_cache(maxsize=4096)  # a mandate's MCP tools are rebuilt when its servers change
 def _action_node_type(action: Action) -> NodeType:
     """The node type of an action marked as node: it runs through execute_action, concurrently."""
@@ -460,7 +477,7 @@ def palette() -> list[NodeType]:
     clash = [n.type for n in from_actions if n.type in _BUILTINS]
     if clash:
         raise ValueError(f"actions may not reuse built-in node types: {clash}")
-    return [*BUILTIN_NODE_TYPES, *from_actions]
+    return [*BUILTIN_NODE_TYPES, *_remote_triggers(), *from_actions]
 
 
 def node_type(type_id: Any) -> NodeType | None:
@@ -471,5 +488,7 @@ def node_type(type_id: Any) -> NodeType | None:
     found = _BUILTINS.get(type_id)
     if found is not None:
         return found
+    if type_id.startswith("trigger."):
+        return next((n for n in _remote_triggers() if n.type == type_id), None)
     action = current_registry().get(type_id)
     return _action_node_type(action) if action is not None and action.graph_node else None

@@ -34,6 +34,7 @@ from backend.errors import Conflict, FieldError, InvalidInput, NotFound
 from backend.json_limits import check_json
 from backend.names import clean_name
 from backend.statemachines import workflow_version as lifecycle
+from backend.triggers import remote
 from backend.triggers.secrets import seal_secrets
 from backend.workflows import changes
 from backend.workflows.graph import default_graph, require_valid_structure
@@ -166,6 +167,7 @@ def delete_workflow(session: Session, workflow: Workflow) -> None:
     session.execute(delete(HumanTask).where(HumanTask.run_id.in_(run_ids)))
     session.execute(delete(WebhookDelivery).where(WebhookDelivery.workflow_id == workflow.id))
     session.execute(delete(WebhookCall).where(WebhookCall.workflow_id == workflow.id))
+    remote.sync(session, workflow, None, None)  # its webhooks at ClickUp, Jira … are removed
     session.execute(delete(WorkflowRun).where(WorkflowRun.workflow_id == workflow.id))
     session.execute(delete(WorkflowGraphSnapshot).where(WorkflowGraphSnapshot.workflow_id == workflow.id))
     session.execute(delete(WorkflowVersion).where(WorkflowVersion.workflow_id == workflow.id))
@@ -385,6 +387,9 @@ def _find_version(session: Session, workflow: Workflow, version_id: str | None, 
 
 
 def _touch(session: Session, workflow: Workflow, user: User, action: str, version: WorkflowVersion) -> None:
+    # The published version changed: its webhooks at outside systems follow (registered as `user`;
+    # a refusal there refuses the change, nothing half-done).
+    remote.sync(session, workflow, user, published_version(session, workflow))
     _audit(workflow, user, action, versionNumber=version.version_number)
     workflow.sys_modified_at = utcnow()
     session.add(workflow)
