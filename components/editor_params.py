@@ -161,7 +161,32 @@ def _field_input(state, field) -> rx.Component:
               "disabled": _readonly(state)}
     blur = lambda value: state.set_parameter(name, field["kind"], value)  # noqa: E731
     plain = _plain_input(state, field, common, blur)
-    return rx.cond(name == state.connection_field, _connection_picker(state, field), plain)
+    return rx.cond(name == state.connection_field, _connection_picker(state, field),
+                   rx.cond(state.choice_fields.contains(name), _with_choices(state, field, plain), plain))
+
+
+def _with_choices(state, field, plain: rx.Component) -> rx.Component:
+    """A field whose choices its connector lists (a ClickUp list, a Jira project): typed (or an
+    expression) as before, or chosen from what "Choose" lists with the node's connection."""
+    name = field["name"]
+    shown = state.choice_field == name
+    return rx.vstack(
+        rx.hstack(plain,
+                  rx.button(rx.icon("list", size=12), "Choose", size="1", variant="soft", type="button",
+                            id="choose-" + name, loading=shown & state.choice_busy, disabled=_readonly(state),
+                            on_click=state.load_choices(name)),
+                  width="100%", align="center", spacing="1"),
+        rx.cond(shown & (state.choice_items.length() > 0),
+                rx.select.root(
+                    rx.select.trigger(placeholder="Pick one", id="choices-" + name, width="100%"),
+                    rx.select.content(rx.foreach(state.choice_items, lambda option: rx.select.item(
+                        option["label"], value=option["value"], class_name="choice-option")), position="popper"),
+                    on_change=lambda value: state.choose(name, value),
+                )),
+        rx.cond(shown & (state.choice_problem != ""),
+                rx.text(state.choice_problem, size="1", color_scheme="amber", id="choice-problem-" + name)),
+        spacing="1", width="100%",
+    )
 
 
 def _plain_input(state, field, common: dict, blur) -> rx.Component:

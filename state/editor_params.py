@@ -31,6 +31,9 @@ from typing import Any, TypedDict
 
 import reflex as rx
 
+from backend.actions import ActionContext
+from backend.actions.choices import field_choices, option_sources
+from backend.actions.executor import InstanceActions
 from backend.connectors.interface import Connections, ConnectionView
 from backend.connectors.sources import node_connection_types
 from backend.connectors.types import connection_type
@@ -160,10 +163,18 @@ class EditorParamsMixin(rx.State, mixin=True):
     connection_extra: list[PickerOption] = []
     connection_problem: str = ""
     connection_needed: str = ""  # the types it takes, as words: "E-mail (IMAP/SMTP)"
+    # Fields whose choices the connector lists (a ClickUp list, a Jira project …; x-options), and the
+    # one whose choices are shown.
+    choice_fields: list[str] = []
+    choice_field: str = ""
+    choice_items: list[PickerOption] = []
+    choice_problem: str = ""
+    choice_busy: bool = False
 
     _webhook_key: str = ""
     _connection_key: str = ""
     _connection_views: list[ConnectionView] | None = None
+    _choices_for: str = ""
     _generated_for: str = ""
     _assignee_key: str = ""
     _assignee_choices: AssigneeChoices | None = None
@@ -190,6 +201,10 @@ class EditorParamsMixin(rx.State, mixin=True):
         else:
             self.assignee_roles, self.assignee_users, self.assignee_extra, self.assignee_problem = [], [], [], ""
         self._show_connections(node)
+        fields = sorted(option_sources(known.params_model.model_json_schema())) if known else []
+        if fields != self.choice_fields or node_id != self._choices_for:
+            self.choice_fields, self.choice_field, self.choice_items, self.choice_problem = fields, "", [], ""
+            self._choices_for = node_id
 
     def _panel_interface(self, session, user):
         from state.editor import editor_interface  # state.editor imports this module
@@ -329,6 +344,47 @@ class EditorParamsMixin(rx.State, mixin=True):
         except (NotSignedIn, DomainError):
             return None
 
+
+    # --- choices fed by the connector -----------------------------------------------------------
+
+    @rx.event
+    @requires_door(InstanceActions.run)
+    def load_choices(self, name: str):
+        """List the choices of field `name` through its connector (as the user, in this instance)."""
+        from backend.workflows import graph_edit
+
+        node = graph_edit.nodes_by_id(self._shown_graph()).get(self.selected_node) if self.selected_node else None
+        known = node_type(node.get("type")) if node else None
+        if known is None or name not in self.choice_fields:
+            return
+        self.choice_field, self.choice_items, self.choice_problem, self.choice_busy = name, [], "", True
+        yield
+        try:
+            with self._user_session() as (session, user):
+                actions = InstanceActions.of(ActionContext(session, user, "", self.instance_id), self.instance_id)
+                found = field_choices(actions, known.params_model.model_json_schema(), name,
+                                      dict(node.get("parameters") or {}))
+        except NotSignedIn:
+            self.choice_busy = False
+            yield self._signed_out()
+            return
+        except DomainError as exc:
+            self.choice_problem, self.choice_busy = user_message(exc), False
+            return
+        self.choice_items = [PickerOption(value=c.value, label=f"{c.label} ({c.value})" if c.label != c.value
+                                          else c.value) for c in found.items]
+        self.choice_problem = found.problem[:1].upper() + found.problem[1:] if found.problem else ""
+        self.choice_busy = False
+
+    @rx.event
+    def choose(self, name: str, value: str):
+        """A choice was picked: the field takes it (saved like a typed value), then shows it."""
+        self.choice_field, self.choice_items, self.choice_problem = "", [], ""
+        return [type(self).set_parameter(name, "text", value), type(self).show_chosen]
+
+    @rx.event
+    def show_chosen(self):
+        self.form_revision += 1  # the field's input shows the stored value
 
     # --- the connection picker ------------------------------------------------------------------
 
