@@ -17,7 +17,6 @@ REST calls used here, and hides the paging, throttling and token refresh this mo
 
 from __future__ import annotations
 
-import email.utils
 import functools
 import logging
 import time
@@ -29,6 +28,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from backend.config import Settings, get_settings
+from backend.connectors.rest import retry_after
 from backend.connectors.types import ConnectionFailed
 
 log = logging.getLogger(__name__)
@@ -93,15 +93,8 @@ def _error_body(response: httpx.Response) -> tuple[str, str]:
 
 def _retry_after(response: httpx.Response, retries: int) -> float:
     """Seconds Graph asks to wait (Retry-After: seconds or an HTTP date), else an exponential backoff."""
-    value = (response.headers.get("Retry-After") or "").strip()
-    if value:
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            parsed = email.utils.parsedate_to_datetime(value) if value else None
-            if parsed is not None:
-                return max(0.0, parsed.timestamp() - time.time())
-    return min(BACKOFF_MAX_SECONDS, 2.0 ** retries)
+    asked = retry_after(response)
+    return min(BACKOFF_MAX_SECONDS, 2.0 ** retries) if asked is None else asked
 
 
 def _read(response: httpx.Response) -> None:
