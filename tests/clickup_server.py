@@ -981,7 +981,7 @@ def accept_consent(authorize_url: str, decision: str = "connect", teams: list[st
     ticked = teams if teams is not None else re.findall(r'name="team" value="([^"]*)"', page.text)
     base = urlsplit(authorize_url)
     answer = httpx.post(f"{base.scheme}://{base.netloc}/api",
-                        data=[*fields.items(), ("decision", decision), *(("team", t) for t in ticked)],
+                        data={**fields, "decision": decision, "team": list(ticked)},
                         follow_redirects=False)
     assert answer.status_code == 302, answer.text
     return answer.headers["location"]

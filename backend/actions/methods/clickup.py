@@ -61,7 +61,7 @@ def _moment(text: str) -> str:
 
 
 Id = Annotated[str, Field(min_length=1, max_length=64, pattern=ID_PATTERN)]
-OptionalId = Annotated[str | None, BeforeValidator(_blank_none), Field(max_length=64, pattern=ID_PATTERN)]
+OptionalId = Annotated[Annotated[str, Field(max_length=64, pattern=ID_PATTERN)] | None, BeforeValidator(_blank_none)]
 Moment = Annotated[str, Field(min_length=10, max_length=40), AfterValidator(_moment)]
 Assignee = Annotated[int | str, Field(description="a ClickUp user id, or the e-mail address or user name of a "
                                                   "workspace member")]

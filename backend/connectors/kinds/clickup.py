@@ -376,7 +376,7 @@ def _blank_none(value: Any) -> Any:
     return None if isinstance(value, str) and not value.strip() else value
 
 
-OptionalId = Annotated[str | None, BeforeValidator(_blank_none)]
+OptionalId = Annotated[Annotated[str, Field(max_length=64, pattern=ID_PATTERN)] | None, BeforeValidator(_blank_none)]
 
 
 class WebhookParams(BaseModel):
@@ -391,12 +391,12 @@ class WebhookParams(BaseModel):
                          description="The ClickUp workspace whose events start the workflow",
                          json_schema_extra={"x-options": {"action": "clickup.listWorkspaces", "items": "workspaces",
                                                           "value": "id", "label": "name", "args": {}}})
-    space_id: OptionalId = Field(None, max_length=64, pattern=ID_PATTERN, title="Space",
+    space_id: OptionalId = Field(None, title="Space",
                                  description="Only events of this space (optional)",
                                  json_schema_extra={"x-options": {"action": "clickup.listSpaces", "items": "spaces",
                                                                   "value": "id", "label": "name",
                                                                   "args": {"teamId": "teamId"}}})
-    list_id: OptionalId = Field(None, max_length=64, pattern=ID_PATTERN, title="List",
+    list_id: OptionalId = Field(None, title="List",
                                 description="Only events of this list (optional)",
                                 json_schema_extra={"x-options": {"action": "clickup.listLists", "items": "lists",
                                                                  "value": "id", "label": "path",
