@@ -298,6 +298,10 @@ def test_clickup_refusals_are_named(clickup, connection):
     assert "dueDate" in bad_date and "ISO 8601" in bad_date
     bad_id = failed("clickup.getTask", {"connectionId": connection, "taskId": "../team"})
     assert "taskId" in bad_id
+    for hostile in ({"dueDateTo": "9999-12-31"}, {"listId": "../../user"}, {"spaceId": "x" * 65},
+                    {"customFields": [{"fieldId": "f", "operator": "LIKE"}]}, {"page": -1}, {"limit": 0}):
+        refused = run("clickup.searchTasks", {"connectionId": connection, "teamId": TEAM_ID, **hostile})
+        assert refused.error_kind == "invalid" and next(iter(hostile)) in refused.error, refused.error
     assert not clickup.tasks
 
 

@@ -54,9 +54,12 @@ def _parse_value(value: Any) -> Any:
 def _moment(text: str) -> str:
     """An ISO 8601 date or date-time, checked (a date-time without offset is UTC)."""
     try:
-        (date.fromisoformat(text) if len(text) == 10 else datetime.fromisoformat(text.replace("Z", "+00:00")))
+        parsed = date.fromisoformat(text) if len(text) == 10 else \
+            datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError("must be an ISO 8601 date (2025-03-31) or date-time (2025-03-31T17:00:00Z)") from None
+    if not 1970 <= parsed.year <= 9000:
+        raise ValueError("must be a date between the years 1970 and 9000")
     return text
 
 

@@ -210,6 +210,11 @@ class ClickUp:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
+    @property
+    def last_code(self) -> str | None:
+        """ClickUp's ECODE of the last refused call (None: none, or it named none)."""
+        return self._code
+
     def _error_text(self, response: httpx.Response) -> str:
         """ClickUp's `err` and `ECODE` of a failed answer (kept for :meth:`call`)."""
         try:
@@ -426,7 +431,7 @@ def register_webhook(credentials: Credentials, url: str, events: tuple[str, ...]
         try:
             answer = clickup.create_webhook(str(team_id), body)
         except ApiError as exc:
-            if clickup._code == WEBHOOK_EXISTS:
+            if clickup.last_code == WEBHOOK_EXISTS:
                 raise ConnectionFailed(f"ClickUp already has a webhook for these events and place in workspace "
                                        f"{team_id} ({exc}); remove it in ClickUp or choose other events") from None
             raise
