@@ -53,6 +53,7 @@ LABEL = "ClickUp"
 SERVICE = "ClickUp"
 PAGE_SIZE = 100  # ClickUp's page of a task search
 MAX_PAGES = 10  # most pages one search follows
+MIN_WAIT_SECONDS = 0.5  # shortest wait after a 429
 ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 OAUTH_SETTINGS = ("POWERON_CLICKUP_CLIENT_ID", "POWERON_CLICKUP_CLIENT_SECRET")
 # ClickUp's ECODEs for "this workspace is not authorized for the token" (its common-errors page):
@@ -159,11 +160,12 @@ def check(credentials: Credentials) -> str:
 
 
 def reset_wait(response: httpx.Response) -> float | None:
-    """Seconds ClickUp's rate limit asks to wait: until `X-RateLimit-Reset` (epoch seconds), else
-    Retry-After, else None (RestClient backs off)."""
+    """Seconds ClickUp's rate limit asks to wait: until `X-RateLimit-Reset` (epoch seconds; at least
+    MIN_WAIT_SECONDS, so a reset already past cannot retry without pause for ever), else Retry-After,
+    else None (RestClient backs off)."""
     value = (response.headers.get("X-RateLimit-Reset") or "").strip()
     try:
-        return max(0.0, float(value) - time.time())
+        return max(MIN_WAIT_SECONDS, float(value) - time.time())
     except ValueError:
         return retry_after(response)
 
