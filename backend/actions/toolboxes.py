@@ -19,7 +19,7 @@ TOOLBOXES = (
     Toolbox("email", "E-mail",
             "Send e-mail through any connected mailbox; read, search and draft Outlook mail (Microsoft 365)"),
     Toolbox("sharepoint", "SharePoint", "Find, read and upload SharePoint documents"),
-    Toolbox("clickup", "ClickUp", "Search, create and update ClickUp tasks"),
+    Toolbox("clickup", "ClickUp", "Search, read, create and update ClickUp tasks, comment and attach files"),
     Toolbox("jira", "Jira", "Connect to Jira, export and import tickets"),
     Toolbox("workflow", "Workflow", "Read and change the workflow graph in the editor"),
     Toolbox("trustee", "Trustee", "Extract and process bookkeeping documents"),
