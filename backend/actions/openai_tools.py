@@ -69,8 +69,9 @@ def _strict(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     # Keywords are dropped from schemas, never from the `properties` map, whose keys are names.
+    # Extensions ("x-options": the editor's pickers) mean nothing to a model.
     node = {k: (_strict(v) if k != "properties" else {name: _strict(p) for name, p in v.items()})
-            for k, v in node.items() if k not in _UNSUPPORTED}
+            for k, v in node.items() if k not in _UNSUPPORTED and not k.startswith("x-")}
     if node.get("type") == "object" or "properties" in node:
         properties = node.get("properties", {})
         required = set(node.get("required", ()))

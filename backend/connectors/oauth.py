@@ -487,7 +487,10 @@ def _redeem(provider: OAuthProvider, type_id: str, code: str, verifier: str) -> 
     finally:
         client.close()
     if not token.get("access_token"):
-        raise OAuthFailed(f"{provider.name} sent no access token; nothing was connected")
+        # Some providers answer a refused code in their API's own error shape (ClickUp: err, ECODE).
+        said = " ".join(str(token.get(key) or "") for key in ("err", "ECODE", "error", "error_description")).strip()
+        raise OAuthFailed(f"{provider.name} sent no access token" + (f" ({said[:200]})" if said else "")
+                          + "; nothing was connected")
     if not token.get("refresh_token") and not provider.lasting_tokens:
         raise OAuthFailed(f"{provider.name} granted no refresh token (the offline_access permission): without it "
                           "the connection would stop working within the hour; nothing was connected")
