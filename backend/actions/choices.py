@@ -69,9 +69,10 @@ def field_choices(actions: InstanceActions, schema: dict[str, Any], field: str, 
     needed = {CONNECTION_FIELD: CONNECTION_FIELD, **(source.get("args") or {})}
     for listing_param, node_param in needed.items():
         value = parameters.get(node_param)
-        if value in (None, "") or looks_templated(value):
+        if looks_templated(value) or (node_param == CONNECTION_FIELD and value in (None, "")):
             return Choices(problem=f"choose the {_title(node_param)} first (not an expression)")
-        call[listing_param] = value
+        if value not in (None, ""):  # an empty narrowing lists everything (e.g. the lists of every space)
+            call[listing_param] = value
     result = actions.run(source["action"], call)
     if not result.ok:
         return Choices(problem=result.error or "the listing failed")

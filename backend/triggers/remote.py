@@ -21,8 +21,8 @@ the system said); registrations made in that attempt are removed again, so nothi
 
 A delivery (:func:`receive`) is accepted when its token is known, its signature verifies with the
 registration's secret (sealed at rest, never returned or logged) and the workflow is active; an
-event the node did not ask for is acknowledged and starts nothing. The run runs the published
-version as the workflow's creator (launch.start), input ``{"event", "payload"}``.
+event the node did not ask for is acknowledged and starts nothing. The run (trigger "webhook") runs
+the published version as the workflow's creator (launch.start), input ``{"event", "payload"}``.
 """
 
 from __future__ import annotations
@@ -239,8 +239,9 @@ def receive(token: str, body: bytes, headers: Mapping[str, str]) -> Accepted:
             return Accepted(ignored=f"event {event!r} is not one this trigger listens to")
         launch.check_capacity()
         with write_gate():
+            # A webhook run like any other (history filters, failure notices of unattended runs).
             run = launch.start(session, launch.Target(workflow, version, node), {"event": event, "payload": payload},
-                               row.type)
+                               "webhook")
             row.last_delivery_at = utcnow()
             session.add(row)
             session.commit()

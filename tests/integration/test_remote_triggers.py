@@ -1,0 +1,194 @@
+"""Workflows started by ClickUp's and Jira's webhooks (issue 20, item 5): the trigger nodes
+trigger.clickup / trigger.jira register a webhook at the service when the workflow is published and
+remove it when it is unpublished or deleted; deliveries arrive over real HTTP at
+/api/hooks/remote/{token}, are verified with the registration's secret and start runs.
+
+The API is served by uvicorn on a free port (the stand-ins post to it); the stand-ins
+(tests/clickup_server.py, tests/jira_server.py) sign their deliveries as the real services do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from sqlmodel import select
+
+from backend.api.app import create_api
+from backend.config import reset_settings_cache
+from backend.db import session_scope
+from backend.db.models import RemoteWebhook
+from tests.clickup_server import BACKLOG_ID, TEAM_ID, ClickUpServer, serve
+from tests.integration.conftest import ADMIN_PASSWORD
+from tests.mcp_test_servers import free_port, serve_in_thread
+
+WAIT = 30.0
+
+
+@dataclass
+class Served:
+    url: str
+    rest: httpx.Client
+    headers: dict[str, str]
+    editor: str
+
+    @property
+    def base(self) -> str:
+        return f"/api/graphicalEditor/{self.editor}"
+
+
+@pytest.fixture(scope="module")
+def _clickup() -> Iterator[ClickUpServer]:
+    with serve(ClickUpServer("cu-app", "cu-secret", "http://unused/callback")) as clickup:
+        yield clickup
+
+
+@pytest.fixture
+def clickup(_clickup: ClickUpServer) -> ClickUpServer:
+    _clickup.reset()
+    _clickup.auto_deliver = False  # deliveries only when a test asks
+    return _clickup
+
+
+@pytest.fixture
+def served(app_config: str, clickup: ClickUpServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("POWERON_API_URL", url)
+    monkeypatch.setenv("POWERON_CLICKUP_API_URL", clickup.api_url)
+    reset_settings_cache()
+    with serve_in_thread(create_api(), port), httpx.Client(base_url=url, timeout=WAIT) as rest:
+        token = rest.post("/api/auth/login", json={"username": "admin", "password": ADMIN_PASSWORD}).json()["token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        me = rest.get("/api/me", headers=headers).json()
+        editor = next(i["id"] for i in me["instances"] if i["featureCode"] == "graphicalEditor")
+        yield Served(url, rest, headers, editor)
+
+
+def clickup_connection(served: Served, clickup: ClickUpServer) -> str:
+    created = served.rest.post("/api/connections", headers=served.headers, json={
+        "type": "clickup", "label": "ClickUp", "settings": {"apiToken": clickup.personal_token}})
+    assert created.status_code == 201, created.text
+    return created.json()["id"]
+
+
+def graph(trigger_type: str, parameters: dict) -> dict:
+    return {"nodes": [{"id": "start", "type": trigger_type, "parameters": parameters},
+                      {"id": "echo", "type": "context.transform",
+                       "parameters": {"data": "{{ input }}", "template": "{{ event }}"}}],
+            "edges": [{"source": "start", "target": "echo"}]}
+
+
+def create_workflow(served: Served, name: str, body: dict) -> str:
+    created = served.rest.post(f"{served.base}/workflows", json={"name": name, "graph": body}, headers=served.headers)
+    assert created.status_code == 201, created.text
+    return created.json()["id"]
+
+
+def publish(served: Served, workflow_id: str) -> httpx.Response:
+    return served.rest.post(f"{served.base}/workflows/{workflow_id}/publish", headers=served.headers)
+
+
+def switch(served: Served, workflow_id: str, active: bool) -> None:
+    patched = served.rest.patch(f"{served.base}/workflows/{workflow_id}", json={"active": active},
+                                headers=served.headers)
+    assert patched.status_code == 200, patched.text
+
+
+def runs(served: Served, workflow_id: str) -> list[dict]:
+    answer = served.rest.get(f"{served.base}/runs", params={"workflowId": workflow_id}, headers=served.headers)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def wait_for(check: Callable[[], object], what: str) -> object:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def registrations(workflow_id: str) -> list[RemoteWebhook]:
+    with session_scope() as session:
+        return list(session.exec(select(RemoteWebhook).where(RemoteWebhook.workflow_id == workflow_id)).all())
+
+
+def test_a_published_clickup_trigger_registers_its_webhook_and_a_signed_delivery_starts_a_run(served, clickup):
+    connection = clickup_connection(served, clickup)
+    workflow_id = create_workflow(served, "New ClickUp tasks", graph("trigger.clickup", {
+        "connectionId": connection, "events": ["taskCreated"], "teamId": str(TEAM_ID), "listId": str(BACKLOG_ID)}))
+    assert clickup.webhooks == {}  # a draft registers nothing
+
+    assert publish(served, workflow_id).status_code == 200
+    [hook] = clickup.webhooks.values()
+    [row] = registrations(workflow_id)
+    assert hook["endpoint"] == f"{served.url}/api/hooks/remote/{row.token}"
+    assert hook["events"] == ["taskCreated"]
+    assert str(hook["list_id"]) == str(BACKLOG_ID)
+    assert hook["secret"] not in row.secret  # sealed at rest
+
+    task_id = clickup.add_task(BACKLOG_ID, "Call the customer back")
+    assert clickup.deliver("taskCreated", task_id) == [202]  # switched off: acknowledged, nothing started
+    assert runs(served, workflow_id) == []
+    switch(served, workflow_id, True)
+    assert clickup.deliver("taskCreated", task_id) == [202]
+    [run] = wait_for(lambda: [r for r in runs(served, workflow_id) if r["status"] not in ("queued", "running")], "the run")
+    assert run["status"] == "completed", run
+    assert run["trigger"] == "webhook"
+    assert run["input"]["event"] == "taskCreated"
+    assert run["input"]["payload"]["task_id"] == task_id
+    assert run["output"] is not None
+
+    # A tampered body is refused and starts nothing; an event the trigger does not listen to neither.
+    assert clickup.deliver("taskCreated", task_id, tamper=True) == [401]
+    assert clickup.deliver("taskDeleted", task_id) == []  # not subscribed: ClickUp does not even send it
+    answer = served.rest.post(hook["endpoint"].removeprefix(served.url), content=b'{"event": "taskCreated"}',
+                              headers={"X-Signature": "0" * 64})
+    assert answer.status_code == 401 and "did not verify" in answer.json()["detail"]
+    assert len(runs(served, workflow_id)) == 1
+
+    # Unpublishing removes the webhook at ClickUp and here; the old address is unknown from then on.
+    assert served.rest.post(f"{served.base}/workflows/{workflow_id}/unpublish",
+                            headers=served.headers).status_code == 200
+    assert clickup.webhooks == {} and registrations(workflow_id) == []
+    gone = served.rest.post(hook["endpoint"].removeprefix(served.url), content=b"{}", headers={"X-Signature": "x"})
+    assert gone.status_code == 404
+
+
+def test_a_refused_registration_refuses_the_publication_and_names_the_node(served, clickup):
+    connection = clickup_connection(served, clickup)
+    unknown_team = create_workflow(served, "Unknown workspace", graph("trigger.clickup", {
+        "connectionId": connection, "events": ["taskCreated"], "teamId": "999999"}))
+    refused = publish(served, unknown_team)
+    assert refused.status_code == 422, refused.text
+    problem = refused.json()["errors"][0]
+    assert problem["field"] == "nodes.start.parameters.connectionId"
+    assert "ClickUp refused to register the webhook" in problem["message"]
+    assert clickup.webhooks == {} and registrations(unknown_team) == []
+    versions = served.rest.get(f"{served.base}/workflows/{unknown_team}/versions", headers=served.headers).json()
+    assert [v["status"] for v in versions] == ["draft"]
+
+    foreign = create_workflow(served, "Foreign connection", graph("trigger.clickup", {
+        "connectionId": "0" * 32, "events": ["taskCreated"], "teamId": str(TEAM_ID)}))
+    refused = publish(served, foreign)
+    assert refused.status_code == 422
+    assert "not found" in refused.json()["errors"][0]["message"]
+    assert clickup.webhooks == {}
+
+
+def test_deleting_a_published_workflow_removes_its_webhook(served, clickup):
+    connection = clickup_connection(served, clickup)
+    workflow_id = create_workflow(served, "To delete", graph("trigger.clickup", {
+        "connectionId": connection, "events": ["taskCreated", "taskUpdated"], "teamId": str(TEAM_ID)}))
+    assert publish(served, workflow_id).status_code == 200
+    assert len(clickup.webhooks) == 1
+    deleted = served.rest.delete(f"{served.base}/workflows/{workflow_id}", headers=served.headers)
+    assert deleted.status_code in (200, 204), deleted.text
+    assert clickup.webhooks == {}
+    assert registrations(workflow_id) == []
