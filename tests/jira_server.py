@@ -203,7 +203,7 @@ class JiraServer:
             self.next_issue_id = 10000
             self.next_comment_id = 10100
             self.failures: deque[tuple[int, str | None]] = deque()
-            self.requests: list[tuple[str, str, str]] = []  # (method, path, auth scheme)
+            self.requests: list[tuple[str, str, str]] = []  # Jira calls: (method, full path, auth scheme)
             self.webhooks: dict[str, Webhook] = {}
             self.next_webhook_id = 1
             self.deliveries: list[dict[str, Any]] = []
@@ -735,6 +735,7 @@ class Call:
     version: str = "3"
     user: str = ""
     via_gateway: bool = False
+    full_path: str = ""
 
     def json(self) -> Any:
         try:
@@ -780,7 +781,7 @@ class _Handlers:  # noqa: PLR0904 - one class per API, like the service
 
     async def handle(self, request: Request) -> Response:
         call = Call(request.method, request.url.path, dict(request.query_params), request.headers,
-                    await request.body())
+                    await request.body(), full_path=request.url.path)
         try:
             return self.dispatch(call)
         except Fault as fault:
@@ -811,7 +812,7 @@ class _Handlers:  # noqa: PLR0904 - one class per API, like the service
     def jira(self, call: Call) -> Response:
         scheme = (call.headers.get("authorization") or "-").split(" ", 1)[0]
         with self.server.lock:
-            self.server.requests.append((call.method, call.path, scheme))
+            self.server.requests.append((call.method, call.full_path, scheme))
             failure = self.server.failures.popleft() if self.server.failures else None
         if failure is not None:
             status, retry_after = failure
@@ -925,7 +926,7 @@ class _Handlers:  # noqa: PLR0904 - one class per API, like the service
             digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
             if digest != grant["challenge"]:
                 raise Fault(403, {"error": "invalid_grant", "error_description": "Invalid code_verifier"})
-        return self._issue(grant["scope"])
+        return self._grant_tokens(grant["scope"])
 
     def _redeem_refresh(self, form: dict[str, str]) -> Response:
         token = form.get("refresh_token", "")
@@ -935,9 +936,9 @@ class _Handlers:  # noqa: PLR0904 - one class per API, like the service
                 self.server.refresh_tokens[token] = "used"
         if state != "valid":
             raise Fault(403, {"error": "invalid_grant", "error_description": "Unknown or invalid refresh token."})
-        return self._issue(" ".join(s for s in form.get("scope", "").split()) or "offline_access")
+        return self._grant_tokens(" ".join(s for s in form.get("scope", "").split()) or "offline_access")
 
-    def _issue(self, scope: str) -> Response:
+    def _grant_tokens(self, scope: str) -> Response:
         server = self.server
         access = "eyJraWQiOiJhdXRoLmF0bGFzc2lhbi5jb20t." + secrets.token_urlsafe(40)
         answer = {"access_token": access, "expires_in": server.access_token_lifetime, "token_type": "Bearer",

@@ -671,6 +671,7 @@ class _Checker:
         self.fields = FieldMap(client)
         self.users: dict[str, dict[str, Any] | None] = {}
         self.columns: dict[str, dict[str, Any]] = {}
+        self.unknown_columns: list[str] = []  # named once for the file, not in every row
 
     def priorities(self) -> dict[str, str]:
         if self._priorities is None:
@@ -721,7 +722,8 @@ class _Checker:
             return
         found = self.column(name)
         if found is None:
-            problems.append(f"column '{name}': Jira has no such field")
+            if name not in self.unknown_columns:
+                self.unknown_columns.append(name)
             return
         if value in (None, ""):
             return
@@ -901,6 +903,8 @@ def _checked(checker: _Checker, raw_rows: list[tuple[int, dict[str, Any]]], prob
             continue
         seen[row.external_key] = number
         rows.append(row)
+    problems += [f"column '{name}': Jira has no such field (name fields by their id or their name as Jira shows "
+                 "them)" for name in checker.unknown_columns]
     problems.sort(key=lambda p: int(re.match(r"row (\d+)", p).group(1)) if re.match(r"row (\d+)", p) else 0)
     return rows
 
