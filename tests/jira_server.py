@@ -169,6 +169,14 @@ class JiraServer:
     """The stand-in's data and switches: one site with users Anna (the token's and consent's account,
     an administrator) and Bert.
 
+    Switches (plain attributes, set by tests; `reset()` restores them): `admin` (False: webhook
+    registration answers 403), `deny` (the consent answers access_denied), `access_token_lifetime`
+    (seconds), `extra_sites` (listed before the Jira site in accessible-resources), `me` (the account
+    every credential signs in as); methods `fail_next`, `expire_access_tokens`,
+    `revoke_refresh_tokens`, `add_project`, `add_issue`, `deliver`, `signed_delivery`,
+    `wait_for_deliveries`, `calls`. Read `issues`, `webhooks`, `deliveries`, `requests`,
+    `token_requests`, `consents`, `issued` (every token handed out).
+
     Args:
         email: The Cloud account's e-mail address (Basic auth).
         api_token: Its API token.

@@ -278,6 +278,14 @@ def test_a_consent_at_atlassian_connects_the_jira_site_and_its_tokens_rotate(api
         "valid"
     assert [r["grant_type"] for r in jira.token_requests] == ["authorization_code", "refresh_token"]
 
+    # A trigger's webhook is registered through the gateway too (see the report's caveat on real Atlassian).
+    support = connection_type("jira").webhooks
+    hook = support.register(credentials(landed["connected"]), "https://poweron.example/api/hooks/w/jira",
+                            ("jira:issue_created",), {"jql": "project = OPS"}, "s3cr3t")
+    assert ("POST", f"/ex/jira/{jira.cloud_id}/rest/webhooks/1.0/webhook", "Bearer") in jira.requests
+    support.unregister(credentials(landed["connected"]), hook.remote_id)
+    assert jira.webhooks == {}
+
     # A revoked consent makes the connection expired, saying what to do.
     jira.revoke_refresh_tokens()
     jira.expire_access_tokens()
