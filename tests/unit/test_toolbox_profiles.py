@@ -43,24 +43,24 @@ def test_profiles_are_copies():
         profile("commcoach")
 
 
-@action("jira.readIssues", toolbox="jira", label="Read", description="Reads issues.", params=NoParameters,
-        connection_type="jira")
+@action("jira.readIssues", toolbox="trustee", label="Read", description="Reads issues.", params=NoParameters,
+        connection_type="trustee")
 def _read_issues(params, context) -> list:
     return []
 
 
 def test_a_connector_toolbox_appears_by_registering_its_actions(monkeypatch):
-    assert "jira" not in profile("workspace").available_toolboxes
+    assert "trustee" not in profile("workspace").available_toolboxes
     issues = declared_action(_read_issues)
     with_jira = ActionRegistry({**get_registry().actions, issues.id: issues})
     monkeypatch.setattr(config, "get_registry", lambda: with_jira)
-    assert config.connector_toolboxes()[-1] == "jira"
-    assert profile("workspace").available_toolboxes[-1] == "jira"
-    assert "jira" not in profile("graphicalEditor").available_toolboxes
+    assert config.connector_toolboxes()[-1] == "trustee"
+    assert profile("workspace").available_toolboxes[-1] == "trustee"
+    assert "trustee" not in profile("graphicalEditor").available_toolboxes
     # A toolbox with a tool that needs no connection is not a connector toolbox.
     plain = replace(issues, id="jira.listProjects", connection_type=None, connection_types=())
     monkeypatch.setattr(config, "get_registry", lambda: ActionRegistry({**with_jira.actions, plain.id: plain}))
-    assert "jira" not in config.connector_toolboxes()
+    assert "trustee" not in config.connector_toolboxes()
 
 
 def test_an_action_may_work_with_several_connection_types():
@@ -69,9 +69,9 @@ def test_an_action_may_work_with_several_connection_types():
     send = get_registry().get("email.sendMail")
     assert send.connection_types == ("imap", "msft") and send.connection_type == "imap"
     assert "email" in config.connector_toolboxes()
-    assert send.usable_with({"msft"}) and send.usable_with({"imap", "jira"})
-    assert not send.usable_with(set()) and not send.usable_with({"jira"})
-    assert declared_action(_read_issues).connection_types == ("jira",)
+    assert send.usable_with({"msft"}) and send.usable_with({"imap", "trustee"})
+    assert not send.usable_with(set()) and not send.usable_with({"trustee"})
+    assert declared_action(_read_issues).connection_types == ("trustee",)
     with pytest.raises(ValueError, match="connection_type must be the first of connection_types"):
-        action("x.y", toolbox="jira", label="x", description="x", connection_type="msft",
+        action("x.y", toolbox="trustee", label="x", description="x", connection_type="msft",
                connection_types=("imap", "msft"))
