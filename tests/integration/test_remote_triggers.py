@@ -138,7 +138,8 @@ def test_a_published_clickup_trigger_registers_its_webhook_and_a_signed_delivery
     assert runs(served, workflow_id) == []
     switch(served, workflow_id, True)
     assert clickup.deliver("taskCreated", task_id) == [202]
-    [run] = wait_for(lambda: [r for r in runs(served, workflow_id) if r["status"] not in ("queued", "running")], "the run")
+    [run] = wait_for(lambda: [r for r in runs(served, workflow_id) if r["status"] not in ("queued", "running")],
+                     "the run")
     assert run["status"] == "completed", run
     assert run["trigger"] == "webhook"
     assert run["input"]["event"] == "taskCreated"
