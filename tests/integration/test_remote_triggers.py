@@ -23,6 +23,7 @@ from backend.db import session_scope
 from backend.db.models import RemoteWebhook
 from tests.clickup_server import BACKLOG_ID, TEAM_ID, ClickUpServer, serve
 from tests.integration.conftest import ADMIN_PASSWORD
+from tests.jira_server import JiraServer, serve_jira
 from tests.mcp_test_servers import free_port, serve_in_thread
 
 WAIT = 30.0
@@ -51,6 +52,20 @@ def clickup(_clickup: ClickUpServer) -> ClickUpServer:
     _clickup.reset()
     _clickup.auto_deliver = False  # deliveries only when a test asks
     return _clickup
+
+
+@pytest.fixture(scope="module")
+def _jira() -> Iterator[JiraServer]:
+    with serve_jira(JiraServer()) as jira:
+        yield jira
+
+
+@pytest.fixture
+def jira(_jira: JiraServer) -> JiraServer:
+    _jira.reset()
+    _jira.add_project("OPS", "Operations")
+    _jira.add_project("WEB", "Website")
+    return _jira
 
 
 @pytest.fixture
@@ -193,3 +208,64 @@ def test_deleting_a_published_workflow_removes_its_webhook(served, clickup):
     assert deleted.status_code in (200, 204), deleted.text
     assert clickup.webhooks == {}
     assert registrations(workflow_id) == []
+
+
+def jira_connection(served: Served, jira: JiraServer) -> str:
+    created = served.rest.post("/api/connections", headers=served.headers, json={
+        "type": "jira", "label": "Jira Cloud", "settings": {"deployment": "cloud", "siteUrl": jira.url,
+                                                             "email": jira.email, "apiToken": jira.api_token}})
+    assert created.status_code == 201, created.text
+    return created.json()["id"]
+
+
+def test_a_jira_webhook_starts_a_published_workflow_for_new_issues_of_its_filter(served, jira):
+    connection = jira_connection(served, jira)
+    workflow_id = create_workflow(served, "New OPS issues", graph("trigger.jira", {
+        "connectionId": connection, "events": ["jira:issue_created"], "jql": "project = OPS"}))
+    assert publish(served, workflow_id).status_code == 200
+    switch(served, workflow_id, True)
+    [hook] = jira.webhooks.values()
+    [row] = registrations(workflow_id)
+    assert hook.url == f"{served.url}/api/hooks/remote/{row.token}"
+    assert hook.jql == "project = OPS" and hook.events == ["jira:issue_created"]
+    assert hook.secret and hook.secret not in row.secret
+
+    # An issue created in Jira (through its REST API, as a person would) is delivered, signed.
+    created = httpx.post(f"{jira.url}/rest/api/3/issue", auth=(jira.email, jira.api_token), json={
+        "fields": {"project": {"key": "OPS"}, "summary": "Printer on floor 3 is jammed",
+                   "issuetype": {"name": "Task"}}})
+    assert created.status_code == 201, created.text
+    key = created.json()["key"]
+    [delivery] = jira.wait_for_deliveries(1)
+    assert delivery["status"] == 202
+    [run] = wait_for(lambda: [r for r in runs(served, workflow_id) if r["status"] not in ("queued", "running")],
+                     "the run")
+    assert run["status"] == "completed", run
+    assert run["input"]["event"] == "jira:issue_created"
+    assert run["input"]["payload"]["issue"]["key"] == key
+
+    # Another project's issue does not match the registration's filter: Jira sends nothing.
+    other = httpx.post(f"{jira.url}/rest/api/3/issue", auth=(jira.email, jira.api_token), json={
+        "fields": {"project": {"key": "WEB"}, "summary": "New banner", "issuetype": {"name": "Task"}}})
+    assert other.status_code == 201
+    assert len(jira.deliveries) == 1 and len(runs(served, workflow_id)) == 1
+
+    # A delivery signed with another secret is refused.
+    body, headers = jira.signed_delivery("jira:issue_created", key, "not-the-secret")
+    refused = served.rest.post(hook.url.removeprefix(served.url), content=body, headers=headers)
+    assert refused.status_code == 401
+
+    assert served.rest.post(f"{served.base}/workflows/{workflow_id}/unpublish",
+                            headers=served.headers).status_code == 200
+    assert jira.webhooks == {} and registrations(workflow_id) == []
+
+
+def test_a_jira_user_who_is_no_administrator_cannot_publish_a_jira_trigger(served, jira):
+    connection = jira_connection(served, jira)
+    jira.admin = False
+    workflow_id = create_workflow(served, "Not allowed", graph("trigger.jira", {
+        "connectionId": connection, "events": ["jira:issue_created"]}))
+    refused = publish(served, workflow_id)
+    assert refused.status_code == 422
+    assert "Jira refused to register the webhook" in refused.json()["errors"][0]["message"]
+    assert jira.webhooks == {} and registrations(workflow_id) == []
