@@ -29,6 +29,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.ai_server import ScriptedAiServer
+from tests.clickup_server import ClickUpServer
+from tests.clickup_server import serve as serve_clickup
+from tests.jira_server import JiraServer, serve_jira
 from tests.mail_servers import ImapServer, SmtpServer, imap_server, smtp_server
 from tests.msgraph_server import MsGraph
 from tests.msgraph_server import serve as serve_graph
@@ -64,6 +67,8 @@ class RunningApp:
     imap: ImapServer  # a mailbox the app's connections can reach (pymap)
     smtp: SmtpServer  # its SMTP server (aiosmtpd, keeps what it receives)
     graph: MsGraph  # the Microsoft 365 identity platform + Graph stand-in
+    clickup: ClickUpServer  # ClickUp's API v2 and consent page
+    jira: JiraServer  # a Jira Cloud site and Atlassian's identity service
 
     def mail_settings(self, password: str | None = None) -> dict[str, object]:
         """The settings of an `imap` connection to the test mailbox (no TLS on 127.0.0.1)."""
@@ -110,10 +115,19 @@ def _msft_env(graph: MsGraph) -> dict[str, str]:
             "POWERON_MSFT_GRAPH_URL": graph.url}
 
 
+def _connector_env(clickup: ClickUpServer, jira: JiraServer) -> dict[str, str]:
+    """POWERON_CLICKUP_*, POWERON_JIRA_* and POWERON_ATLASSIAN_* pointing the app at the stand-ins."""
+    return {"POWERON_CLICKUP_API_URL": clickup.api_url, "POWERON_CLICKUP_AUTH_URL": clickup.auth_url,
+            "POWERON_CLICKUP_CLIENT_ID": clickup.client_id, "POWERON_CLICKUP_CLIENT_SECRET": clickup.client_secret,
+            "POWERON_JIRA_CLIENT_ID": jira.client_id, "POWERON_JIRA_CLIENT_SECRET": jira.client_secret,
+            "POWERON_ATLASSIAN_AUTH_URL": jira.url, "POWERON_ATLASSIAN_API_URL": jira.url}
+
+
 def _app_env(ui_url: str, api_url: str, data: Path, no_reload: Path, provider: Provider,
-             ai: ScriptedAiServer, graph: MsGraph) -> dict[str, str]:
+             ai: ScriptedAiServer, graph: MsGraph, clickup: ClickUpServer, jira: JiraServer) -> dict[str, str]:
+    prefixes = ("POWERON_MSFT_", "POWERON_CLICKUP_", "POWERON_JIRA_", "POWERON_ATLASSIAN_")
     environment = {k: v for k, v in os.environ.items()
-                   if k != "POWERON_AI_PROVIDERS" and not k.startswith("POWERON_MSFT_")}
+                   if k != "POWERON_AI_PROVIDERS" and not k.startswith(prefixes)}
     return {
         **environment,
         "PATH": f"{_node_bin()}:{os.environ['PATH']}",
@@ -140,6 +154,7 @@ def _app_env(ui_url: str, api_url: str, data: Path, no_reload: Path, provider: P
         # mid-test (that loses its state): it watches an empty folder only, like `make run`.
         "REFLEX_HOT_RELOAD_OVERRIDE_PATHS": str(no_reload),
         **_msft_env(graph),
+        **_connector_env(clickup, jira),
     }
 
 
@@ -155,15 +170,18 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
     ai = ScriptedAiServer().start()
     msft_callback = f"{api_url}/api/connections/oauth/msft/callback"
     stand_in = serve_graph(MsGraph(MSFT_CLIENT_ID, MSFT_CLIENT_SECRET, msft_callback))
-    with serve(registered) as provider, imap_server() as imap, smtp_server() as smtp, stand_in as graph:
+    clickup_stand_in = serve_clickup(ClickUpServer(redirect_uri=f"{api_url}/api/connections/oauth/clickup/callback"))
+    jira_stand_in = serve_jira(JiraServer(redirect_uri=f"{api_url}/api/connections/oauth/jira/callback"))
+    with serve(registered) as provider, imap_server() as imap, smtp_server() as smtp, stand_in as graph, \
+            clickup_stand_in as clickup, jira_stand_in as jira:
         with log.open("w") as out:
             process = subprocess.Popen(
                 [str(PROJECT_ROOT / ".venv" / "bin" / "reflex"), "run",
                  "--frontend-port", str(ui_port), "--backend-port", str(api_port)],
-                cwd=PROJECT_ROOT, env=_app_env(ui_url, api_url, data, no_reload, provider, ai, graph),
+                cwd=PROJECT_ROOT, env=_app_env(ui_url, api_url, data, no_reload, provider, ai, graph, clickup, jira),
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )
-        app = RunningApp(ui_url, api_url, log, provider, ai, imap, smtp, graph)
+        app = RunningApp(ui_url, api_url, log, provider, ai, imap, smtp, graph, clickup, jira)
         try:
             wait_until_serving(process, app.api_url, f"{app.ui_url}/login", app.log, "reflex run")
             yield app
