@@ -49,8 +49,6 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -61,7 +59,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from tests.mcp_test_servers import free_port, serve_in_thread
+from tests.mcp_test_servers import serve_stand_in
 
 TEAM_ID = "9015001"
 SPACE_ID = "90150101"
@@ -960,13 +958,9 @@ def build_app(state: ClickUpServer) -> Starlette:
     return Starlette(routes=routes, exception_handlers={404: unknown, 405: unknown})
 
 
-@contextmanager
-def serve(state: ClickUpServer) -> Iterator[ClickUpServer]:
+def serve(state: ClickUpServer):
     """Run the stand-in on a free port of 127.0.0.1 (sets `state.url`) until the block ends."""
-    port = free_port()
-    state.url = f"http://127.0.0.1:{port}"
-    with serve_in_thread(build_app(state), port):
-        yield state
+    return serve_stand_in(state, build_app)
 
 
 def accept_consent(authorize_url: str, decision: str = "connect", teams: list[str] | None = None) -> str:

@@ -51,8 +51,7 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -64,7 +63,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tests.mcp_test_servers import free_port, serve_in_thread
+from tests.mcp_test_servers import serve_stand_in
 
 CLOUD_ID = "9c3c7a3e-1b2f-4d6e-8a11-0f5e2d7c4b90"
 ANNA = {"accountId": "5b10ac8d82e05b22cc7d4ef5", "name": "anna", "key": "JIRAUSER10000", "displayName": "Anna Meier",
@@ -1368,13 +1367,9 @@ def app_of(server: JiraServer) -> Starlette:
     return Starlette(routes=[Route("/{path:path}", handlers.handle, methods=methods)])
 
 
-@contextmanager
-def serve_jira(server: JiraServer) -> Iterator[JiraServer]:
+def serve_jira(server: JiraServer):
     """Run the stand-in on a free port of 127.0.0.1 (sets `server.url`) until the block ends."""
-    port = free_port()
-    server.url = f"http://127.0.0.1:{port}"
-    with serve_in_thread(app_of(server), port):
-        yield server
+    return serve_stand_in(server, app_of)
 
 
 def accept_consent(authorize_url: str, decision: str = "accept") -> str:

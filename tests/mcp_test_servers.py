@@ -159,3 +159,13 @@ def serve_in_thread(app, port: int) -> Iterator[None]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def serve_stand_in(state, build_app):
+    """Serve a stand-in's ASGI app (`build_app(state)`) on a free port of 127.0.0.1, setting
+    `state.url`, until the block ends; yields `state`."""
+    port = free_port()
+    state.url = f"http://127.0.0.1:{port}"
+    with serve_in_thread(build_app(state), port):
+        yield state

@@ -12,12 +12,10 @@ import json
 import logging
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from fastapi.testclient import TestClient
 from sqlmodel import select
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -26,7 +24,6 @@ from starlette.routing import Route
 
 from backend.actions import ActionContext
 from backend.actions.executor import execute_action
-from backend.api.app import create_api
 from backend.config import reset_settings_cache
 from backend.connectors.store import credentials_of, unseal_secret
 from backend.connectors.types import ConnectionFailed, connection_type
@@ -34,6 +31,8 @@ from backend.db import session_scope
 from backend.db.models import Connection, FeatureInstance, User
 from backend.files import service as files
 from tests.integration.test_admin_api import make_mandate, signed_in
+from tests.integration.test_msft_oauth import Browser
+from tests.integration.test_msft_oauth import browser as msft_browser
 from tests.jira_server import BERT, JiraServer, accept_consent, serve_jira
 from tests.mcp_test_servers import free_port, serve_in_thread
 
@@ -44,38 +43,9 @@ OAUTH = "/api/connections/oauth/jira"
 URL = "/api/connections"
 
 
-# --- a browser ------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Browser:
-    """One browser (its own cookies) of a signed-in user, consenting at Atlassian."""
-
-    client: TestClient
-    headers: dict[str, str]
-
-    def ticket(self, **body: Any):
-        return self.client.post(f"{OAUTH}/tickets", json=body, headers=self.headers)
-
-    def start(self, **body: Any) -> str:
-        """Ticket, then the browser opens its URL: Atlassian's authorization URL."""
-        ticket = self.ticket(**body)
-        assert ticket.status_code == 201, ticket.text
-        answer = self.client.get(ticket.json()["url"])
-        assert answer.status_code == 302, answer.text
-        return answer.headers["location"]
-
-    def land(self, url: str) -> dict[str, str]:
-        """The browser comes back to the callback: the query of the UI page it lands on."""
-        answer = self.client.get(url)
-        assert answer.status_code == 302, answer.text
-        target = urlsplit(answer.headers["location"])
-        assert f"{target.scheme}://{target.netloc}{target.path}" == f"{UI_URL}/connections", answer.headers
-        return {k: v[0] for k, v in parse_qs(target.query).items()}
-
-
 def browser(headers: dict[str, str]) -> Browser:
-    return Browser(TestClient(create_api(), follow_redirects=False), headers)
+    """A browser consenting at Atlassian (tests/integration/test_msft_oauth.Browser)."""
+    return msft_browser(headers, "jira")
 
 
 # --- the stand-in, the configuration, helpers -----------------------------------------------------------

@@ -67,13 +67,14 @@ def graph(_stand_in: MsGraph, app_config: str, monkeypatch: pytest.MonkeyPatch) 
 
 @dataclass
 class Browser:
-    """One browser (its own cookies) of a signed-in user."""
+    """One browser (its own cookies) of a signed-in user, consenting for connections of `type_id`."""
 
     client: TestClient
     headers: dict[str, str]
+    type_id: str = "msft"
 
     def ticket(self, **body: Any):
-        return self.client.post(f"{OAUTH}/tickets", json=body, headers=self.headers)
+        return self.client.post(f"/api/connections/oauth/{self.type_id}/tickets", json=body, headers=self.headers)
 
     def start(self, **body: Any) -> str:
         """Ticket, then the browser opens its URL: the provider's authorization URL."""
@@ -98,8 +99,8 @@ class Browser:
         return landed["connected"]
 
 
-def browser(headers: dict[str, str]) -> Browser:
-    return Browser(TestClient(create_api(), follow_redirects=False), headers)
+def browser(headers: dict[str, str], type_id: str = "msft") -> Browser:
+    return Browser(TestClient(create_api(), follow_redirects=False), headers, type_id)
 
 
 @pytest.fixture
