@@ -21,7 +21,7 @@ from backend.actions.catalogue import current_registry, registry_for, using
 from backend.actions.registry import ActionRegistry
 from backend.actions.toolboxes import MCP_TOOLBOX_PREFIX
 from backend.db.models import FeatureInstance
-from backend.errors import DomainError, Forbidden
+from backend.errors import DomainError, Forbidden, NotFound
 from backend.rbac.access import AccessContext
 from backend.rbac.door import Door, Permission, guarded
 from backend.rbac.rights import RESOURCE
@@ -124,7 +124,9 @@ def execute_action(
     except (ActionError, DomainError) as exc:
         if savepoint is not None:
             savepoint.rollback()
-        return ActionResult(action_id, False, error=str(exc), error_kind="failed")
+        # Something the caller named does not exist for them (a foreign connection, a missing file).
+        kind = "not_found" if isinstance(exc, NotFound) else "failed"
+        return ActionResult(action_id, False, error=str(exc), error_kind=kind)
     except Exception as exc:  # noqa: BLE001 - an action must never surface a traceback to its caller
         if savepoint is not None:
             savepoint.rollback()

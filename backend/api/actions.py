@@ -15,7 +15,7 @@ from backend.api.schemas import StrictCamelModel
 
 router = APIRouter(prefix="/api", tags=["actions"])
 
-STATUS = {"unknown": 404, "invalid": 422, "forbidden": 403}
+STATUS = {"unknown": 404, "not_found": 404, "invalid": 422, "forbidden": 403}
 
 
 class ActionCall(StrictCamelModel):
@@ -29,8 +29,9 @@ def run_action(
 ) -> JSONResponse:
     """Execute `action` with `parameters`; the answer is the ActionResult.
 
-    404 unknown action, 422 invalid parameters (the field named), 403 not allowed; an action
-    that ran and failed answers 200 with `ok: false` and its message.
+    404 unknown action or something it names that the caller cannot see (a connection, a file),
+    422 invalid parameters (the field named), 403 not allowed; an action that ran and failed
+    answers 200 with `ok: false` and its message.
     """
     actions = InstanceActions.of(ActionContext(session, user, "", instance_id), instance_id)
     result = actions.run(body.action, body.parameters)

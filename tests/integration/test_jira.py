@@ -437,6 +437,13 @@ def test_another_users_or_an_unknown_connection_is_not_found(api, jira, cloud):
     said = run("jira.searchIssues", {"connectionId": cloud, "jql": "project = OPS"}, "acme-admin", acme.workspace_id)
     assert said.error == f"connection {cloud} not found"
     assert run("jira.connect", {"connectionId": theirs}, "acme-admin", acme.workspace_id).ok
+    # Over REST a connection the caller cannot see answers 404, naming it.
+    workspace = next(i["id"] for i in api.client.get("/api/me", headers=api.auth).json()["instances"]
+                     if i["featureCode"] == "workspace")
+    answer = api.client.post(f"/api/instances/{workspace}/actions", headers=api.auth, json={
+        "action": "jira.searchIssues", "parameters": {"connectionId": theirs, "jql": "project = OPS"}})
+    assert answer.status_code == 404, answer.text
+    assert answer.json()["detail"] == f"connection {theirs} not found"
 
 
 # --- export and import -----------------------------------------------------------------------------------
