@@ -1,14 +1,16 @@
 """Workflow templates: ready-made graphs a new workflow can start from (POST …/workflows {templateId}).
 
 Each template is a valid graph (DESIGN §4) laid out left to right (X_STEP between columns,
-branches Y_STEP above and below), with sample test input that takes its main path (it becomes the
-new workflow's test input). What a template needs beyond the embedded default installation is not
-written here: it is derived from its graph (`Template.needs`, `Template.connections`), from what
-each node type declares (backend/workflows/requirements.py). A template with no `connections`
+branches Y_STEP above and below; only a loop body's way back into its flow.loop goes left),
+with sample test input that takes its main path (it becomes the new workflow's test input).
+What a template needs beyond the embedded default installation is not written here: it is
+derived from its graph (`Template.needs`, `Template.connections`), from what each node type
+declares (backend/workflows/requirements.py). A template with no `connections`
 runs as it is after `make run`.
 
-There are no Jira or ClickUp nodes yet: the template that would use them uses the nearest real
-nodes (the workspace file store, a CSV export and import) and says so.
+What the user must pick is left empty in a template (`connectionId: ""`, a ClickUp `listId` or
+`teamId`) and chosen in the editor: a run before a connection is chosen fails at once naming the
+node (requirements.py); a list or workspace left empty is named by the step that needs it.
 """
 
 from __future__ import annotations
@@ -219,47 +221,81 @@ _ATTACHMENT = Template(
     sample_input={"subjectContains": "Invoice", "site": "Finance", "folder": "/Documents/Invoices"},
 )
 
-_JIRA_CODE = '''import csv
-import io
+# What ties a ClickUp task to its Jira issue: a tag of the issue key ("jira-ops-101"; ClickUp keeps
+# tag names in lower case). A run finds the tasks made before by it, so an issue becomes one task.
+_ISSUE_TAG = "jira-{{ item.key | lower }}"
 
-
-def main(input):
-    """Map a Jira CSV export to the columns of ClickUp's CSV import."""
-    rows = list(csv.DictReader(io.StringIO(input["input"]["csv"])))
-    columns = {"Task Name": "Summary", "Task Content": "Description", "Status": "Status",
-               "Priority": "Priority", "Assignee": "Assignee", "Due Date": "Due Date", "Tags": "Labels"}
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(columns))
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({target: row.get(source, "") for target, source in columns.items()})
-    return {"csv": out.getvalue(), "count": len(rows)}
-'''
-
-_JIRA = Template(
-    id="jira-to-clickup",
-    name="Jira export to ClickUp",
-    description="Converts a Jira issue export (the CSV text as input csv) into a ClickUp CSV import file "
-                "in the workspace files under /exports. There are no Jira or ClickUp nodes yet: export from Jira "
-                "and import into ClickUp by hand; the mapping of the columns is in the Python step.",
+_JIRA_SYNC = Template(
+    id="jira-to-clickup-sync",
+    name="Jira → ClickUp sync",
+    description="Every 15 minutes (Zurich time) finds the Jira issues of project OPS created in the last day "
+                "(change the key in the JQL of 'New Jira issues') and creates a ClickUp task for each that has none "
+                "yet: \"[KEY] summary\", with the Jira link and description, tagged with the issue key (jira-ops-101) "
+                "so that a later run creates nothing again. Up to 100 issues a run, newest first. Choose your Jira "
+                "connection in 'New Jira issues', your ClickUp connection and the same list in 'Already in "
+                "ClickUp?' and 'Create the ClickUp task'.",
     category="integrations",
     graph={
         "nodes": [
-            _node("start", "trigger.manual", "Jira CSV export", 0),
-            _node("convert", "script.python", "Map to ClickUp columns", 1, code=_JIRA_CODE, timeoutSeconds=30),
-            _node("save", "file.create", "ClickUp import file", 2,
-                  path="/exports/clickup-import-{{ run.id }}.csv", content="{{ nodes.convert.output.csv }}",
-                  mimeType="text/csv"),
+            _node("start", "trigger.schedule", "Every 15 minutes", 0, cron="*/15 * * * *",
+                  timezone="Europe/Zurich"),
+            _node("issues", "jira.searchIssues", "New Jira issues", 1, connectionId="",
+                  jql="project = OPS AND created >= -1d ORDER BY created DESC", fields=["description"],
+                  maxResults=100),
+            _node("each", "flow.loop", "Each issue", 2, items="{{ nodes.issues.output.issues }}"),
+            _node("find", "clickup.searchTasks", "Already in ClickUp?", 3, connectionId="", listId="",
+                  tags=[_ISSUE_TAG], includeClosed=True, limit=1),
+            _node("new", "flow.ifElse", "No task yet?", 4, condition="{{ nodes.find.output.count == 0 }}"),
+            _node("create", "clickup.createTask", "Create the ClickUp task", 5, connectionId="", listId="",
+                  name="[{{ item.key }}] {{ item.summary }}",
+                  description="Jira issue {{ item.key }}: {{ item.url }}\n\n{{ item.fields.description or '' }}",
+                  tags=[_ISSUE_TAG]),
+            _node("report", "context.transform", "What was created", 3, 1, data="{{ nodes.each.output }}",
+                  template="{% set made = data | selectattr('url', 'defined') | list %}"
+                  "{{ made | length }} new ClickUp task{{ '' if made | length == 1 else 's' }}"
+                  "{% for task in made %}\n- {{ task.name }}: {{ task.url }}{% endfor %}"),
         ],
-        "edges": [_edge("start", "convert"), _edge("convert", "save")],
+        "edges": [_edge("start", "issues"), _edge("issues", "each"), _edge("each", "find", "each"),
+                  _edge("find", "new"), _edge("new", "create", "true"), _edge("create", "each"),
+                  _edge("new", "each", "false"), _edge("each", "report", "done")],
     },
-    sample_input={"csv": (
-        "Issue key,Summary,Description,Status,Priority,Assignee,Due Date,Labels\n"
-        "OPS-101,Renew TLS certificates,Certificates of the customer portal expire on 30 April.,To Do,High,"
-        "Anna Muster,2025-04-15,security\n"
-        "OPS-102,Move backups to the new storage,\"Copy the nightly backups, then switch the job.\",In Progress,"
-        "Medium,Ben Keller,2025-05-02,infrastructure\n"
-        "OPS-103,Document the on-call rota,,Done,Low,Carla Rossi,,docs\n")},
+    # What the scheduler gives the trigger (a Test run stands in for a quarter-hour's run).
+    sample_input={"scheduledAt": "2025-03-03T07:15:00+00:00", "triggerNodeId": "start"},
+)
+
+_OVERDUE_LIST = (
+    "{% if data %}{{ data | length }} overdue ClickUp task{{ '' if data | length == 1 else 's' }}:\n"
+    "{% for task in data %}\n- {{ task.name }}{% if task.list %} ({{ task.list.name }}){% endif %}\n"
+    "  due {{ task.dueDate[:16] | replace('T', ' ') }} UTC · "
+    "{% for person in task.assignees %}{{ person.username or person.email or person.id }}"
+    "{% if not loop.last %}, {% endif %}{% else %}unassigned{% endfor %}\n"
+    "  {{ task.url }}\n{% endfor %}{% else %}No overdue tasks.{% endif %}"
+)
+
+_OVERDUE = Template(
+    id="clickup-overdue-mail",
+    name="ClickUp overdue tasks → daily mail",
+    description="Every day at 08:00 (Zurich time) finds the open tasks of a ClickUp workspace whose due date has "
+                "passed (closed ones are left out) and mails you a list of them — name, list, due date, assignees, "
+                "link — or \"No overdue tasks\". Choose your ClickUp connection and the workspace in 'Overdue "
+                "tasks', a mail connection to send from in 'Mail the list', and put your address there.",
+    category="integrations",
+    graph={
+        "nodes": [
+            _node("start", "trigger.schedule", "Every day 08:00", 0, cron="0 8 * * *", timezone="Europe/Zurich"),
+            _node("overdue", "clickup.searchTasks", "Overdue tasks", 1, connectionId="", teamId="",
+                  overdueOnly=True, limit=200),
+            _node("list", "context.transform", "List them", 2, data="{{ nodes.overdue.output.tasks }}",
+                  template=_OVERDUE_LIST),
+            _node("send", "email.sendMail", "Mail the list", 3, connectionId="", to=["you@example.com"],
+                  subject="ClickUp: {{ nodes.overdue.output.count }} overdue task"
+                          "{{ '' if nodes.overdue.output.count == 1 else 's' }} on {{ (now | isoformat)[:10] }}",
+                  body="{{ nodes.list.output.result }}"),
+        ],
+        "edges": [_edge("start", "overdue"), _edge("overdue", "list"), _edge("list", "send")],
+    },
+    # What the scheduler gives the trigger (a Test run stands in for a morning's 08:00 run).
+    sample_input={"scheduledAt": "2025-03-03T07:00:00+00:00", "triggerNodeId": "start"},
 )
 
 _INBOX_DIGEST = Template(
@@ -290,7 +326,8 @@ _INBOX_DIGEST = Template(
     sample_input={"scheduledAt": "2025-03-03T07:00:00+00:00", "triggerNodeId": "start"},
 )
 
-TEMPLATES: tuple[Template, ...] = (_APPROVAL, _DIGEST, _SUMMARY, _WEBHOOK, _ATTACHMENT, _JIRA, _INBOX_DIGEST)
+TEMPLATES: tuple[Template, ...] = (_APPROVAL, _DIGEST, _SUMMARY, _WEBHOOK, _ATTACHMENT, _JIRA_SYNC, _INBOX_DIGEST,
+                                   _OVERDUE)
 
 
 def _copy(found: Template) -> Template:

@@ -115,7 +115,7 @@ def test_templates_are_listed_and_a_workflow_starts_from_one(api):
     assert created["graph"] == templates.template("expense-approval").graph
     assert created["testInput"] == approval["sampleInput"]
     both = api.client.post(f"{api.base()}/workflows",
-                           json={"name": "x", "graph": GRAPH, "templateId": "jira-to-clickup"}, headers=api.auth)
+                           json={"name": "x", "graph": GRAPH, "templateId": "jira-to-clickup-sync"}, headers=api.auth)
     assert both.status_code == 422 and both.json()["errors"][0]["field"] == "templateId"
     unknown = api.client.post(f"{api.base()}/workflows", json={"name": "y", "templateId": "nope"}, headers=api.auth)
     assert unknown.status_code == 422 and "expense-approval" in unknown.json()["errors"][0]["message"]
@@ -126,7 +126,6 @@ RUN_INPUTS = {
     "webhook-notification": [({"body": {"title": "Disk", "message": "full", "severity": "low"}}, "completed", None),
                              ({"body": {"title": "Disk", "message": "full", "severity": "critical"}}, "failed",
                               None)],
-    "jira-to-clickup": [({"csv": "Summary,Status,Priority\nFix login,Open,High\n"}, "completed", None)],
 }
 
 
@@ -142,18 +141,11 @@ def test_every_template_that_needs_no_connection_runs_as_it_is(api):
             assert response.status_code == 201, response.text
             run = response.json()
             assert (run["status"], run["pauseReason"]) == (status, reason), (template.id, run)
-    # The Jira export became a ClickUp import file; the urgent webhook said why it ended.
-    jira = _create(api, templateId="jira-to-clickup")
-    run = api.client.post(f"{api.base()}/workflows/{jira['id']}/runs",
-                          json={"input": RUN_INPUTS["jira-to-clickup"][0][0]}, headers=api.auth).json()
-    converted = {s["nodeId"]: s for s in run["steps"]}["convert"]["output"]
-    assert converted["count"] == 1 and converted["csv"].startswith("Task Name,Task Content,Status")
 
 
 # What each runnable template's sample input does on its first Test run: its main path.
 SAMPLE_RUNS = {"expense-approval": ("paused", "humanTask", "approve"),
-               "webhook-notification": ("completed", None, "done"),
-               "jira-to-clickup": ("completed", None, "save")}
+               "webhook-notification": ("completed", None, "done")}
 
 
 @SQLITE
@@ -168,9 +160,6 @@ def test_the_sample_input_of_every_runnable_template_takes_its_main_path(api):
         run = response.json()
         assert (run["status"], run["pauseReason"]) == (status, reason), (template_id, run)
         assert run["steps"][-1]["nodeId"] == last, (template_id, run["steps"])
-        if template_id == "jira-to-clickup":
-            converted = {s["nodeId"]: s for s in run["steps"]}["convert"]["output"]
-            assert converted["count"] == 3 and "Renew TLS certificates" in converted["csv"]
 
 
 @SQLITE

@@ -98,7 +98,7 @@ def test_every_declared_need_is_a_known_requirement():
     for need in declared:
         assert requirements.requirement(need).id == need
     with pytest.raises(KeyError, match=r"known: ai, webSearch, mail, sandbox, or connection types joined by '\|' "
-                                       r"\(imap, msft"):
+                                       r"\(clickup, imap, jira, msft\)"):
         requirements.requirement("fax")
 
 
@@ -127,10 +127,11 @@ def test_a_templates_connections_are_derived_from_its_nodes():
     derived = {t.id: t.connections for t in templates.templates()}
     assert derived == {"expense-approval": (), "daily-web-digest": ("webSearch", "ai"), "summarise-file": ("ai",),
                        "webhook-notification": (), "email-attachment-analysis": ("mail", "ai", "msft"),
-                       "jira-to-clickup": (), "daily-inbox-digest": ("imap|msft", "ai", "mail")}
+                       "jira-to-clickup-sync": ("jira", "clickup"),
+                       "daily-inbox-digest": ("imap|msft", "ai", "mail"), "clickup-overdue-mail": ("clickup", "mail")}
     # The sandbox is needed but part of the embedded default (make run installs bubblewrap).
-    jira = templates.template("jira-to-clickup")
-    assert [(n.id, n.requirement.built_in) for n in jira.needs()] == [("sandbox", True)]
+    webhook = templates.template("webhook-notification")
+    assert [(n.id, n.requirement.built_in) for n in webhook.needs()] == [("sandbox", True)]
 
 
 def test_the_templates_say_what_they_need_and_whether_it_is_here(api, offline):
@@ -150,10 +151,18 @@ def test_the_templates_say_what_they_need_and_whether_it_is_here(api, offline):
     assert "Needs a mail connection — none chosen: add a mail connection on the Connections page" in mail
     assert msft.startswith(f"Needs a Microsoft 365 connection — {MSFT_UNSET}")
     assert flagship["connections"] == ["mail", "ai", "msft"] and flagship["runsAsItIs"] is False
-    for runnable in ("expense-approval", "webhook-notification", "jira-to-clickup"):
+    for runnable in ("expense-approval", "webhook-notification"):
         assert by_id[runnable]["runsAsItIs"] is True and by_id[runnable]["connections"] == []
-    assert [(n["id"], n["available"], n["builtIn"]) for n in by_id["jira-to-clickup"]["needs"]] == \
+    assert [(n["id"], n["available"], n["builtIn"]) for n in by_id["webhook-notification"]["needs"]] == \
         [("sandbox", True, True)]
+    # The ClickUp and Jira templates need their connections, chosen in their nodes.
+    sync = by_id["jira-to-clickup-sync"]
+    assert sync["connections"] == ["jira", "clickup"] and sync["runsAsItIs"] is False
+    assert [n["text"] for n in sync["needs"]] == [
+        "Needs a Jira connection — none chosen: add a Jira connection on the Connections page and choose it in the "
+        "node (connectionId)",
+        "Needs a ClickUp connection — none chosen: add a ClickUp connection on the Connections page and choose it in "
+        "the node (connectionId)"]
 
 
 def test_with_an_ai_provider_the_card_says_it_is_configured(api, ai_server):

@@ -97,15 +97,18 @@ def test_there_are_at_least_six_templates_each_valid_and_laid_out_left_to_right(
     names = {t.name for t in found}
     assert {"Approval of large expenses", "Daily web research digest", "Summarise new files",
             "Webhook to notification", "E-mail attachment → AI analysis → SharePoint upload",
-            "Jira export to ClickUp"} <= names
+            "Jira → ClickUp sync", "ClickUp overdue tasks → daily mail"} <= names
     for template in found:
         assert validate_graph(template.graph) == [], template.id
         assert template.description and template.category and isinstance(template.connections, tuple)
         positions = {n["id"]: n["position"] for n in template.graph["nodes"]}
         assert len(positions) == len(template.graph["nodes"])
         assert len({(p["x"], p["y"]) for p in positions.values()}) == len(positions), template.id
+        loops = {n["id"] for n in template.graph["nodes"] if n["type"] == "flow.loop"}
         for edge in template.graph["edges"]:
             source, target = positions[edge["source"]], positions[edge["target"]]
+            if edge["target"] in loops and target["x"] < source["x"]:
+                continue  # a loop body's way back into its loop
             assert target["x"] - source["x"] == catalogue.X_STEP, (template.id, edge)
             assert abs(target["y"] - source["y"]) in (0, catalogue.Y_STEP), (template.id, edge)
 
@@ -116,7 +119,7 @@ def test_template_lookup_copies_and_unknown_ids_name_the_known_ones():
     assert catalogue.template("expense-approval").graph["nodes"]
     with pytest.raises(NotFound) as error:
         catalogue.template("nope")
-    assert "template 'nope' not found" in str(error.value) and "jira-to-clickup" in str(error.value)
+    assert "template 'nope' not found" in str(error.value) and "jira-to-clickup-sync" in str(error.value)
 
 
 # --- import / export --------------------------------------------------------------------------
