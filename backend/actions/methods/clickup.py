@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 from backend.actions.base import ActionContext, ActionError, ActionParams, action
@@ -64,6 +64,7 @@ def _moment(text: str) -> str:
 
 
 Id = Annotated[str, Field(min_length=1, max_length=64, pattern=ID_PATTERN)]
+ChosenId = Annotated[str, Field(max_length=64, pattern=f"^$|{ID_PATTERN}")]
 OptionalId = Annotated[Annotated[str, Field(max_length=64, pattern=ID_PATTERN)] | None, BeforeValidator(_blank_none)]
 Moment = Annotated[str, Field(min_length=10, max_length=40), AfterValidator(_moment)]
 Assignee = Annotated[int | str, Field(description="a ClickUp user id, or the e-mail address or user name of a "
@@ -359,12 +360,6 @@ class SearchTasksParams(ConnectionParams):
     limit: int = Field(PAGE_SIZE, ge=1, le=1_000, description=f"At most this many tasks (ClickUp pages hold "
                                                               f"{PAGE_SIZE})")
 
-    @model_validator(mode="after")
-    def _where(self) -> SearchTasksParams:
-        if not self.team_id and not self.list_id:
-            raise ValueError("name the workspace (teamId) or the list (listId) to search in")
-        return self
-
 
 class SearchOutput(_Output):
     tasks: list[TaskOut]
@@ -405,6 +400,9 @@ def _search_query(params: SearchTasksParams, members: _Members) -> list[tuple[st
         params=SearchTasksParams, output=SearchOutput, graph_node=True, capabilities=("read",),
         connection_type=TYPE_ID)
 def search_tasks(params: SearchTasksParams, context: ActionContext) -> SearchOutput:
+    # Checked here, not by the model: a template's node names neither until the user picks one.
+    if not params.team_id and not params.list_id:
+        raise ActionError("name the workspace (teamId) or the list (listId) to search in")
     with _clickup(context, params.connection_id) as clickup:
         query = _search_query(params, _Members(clickup))
         found = clickup.search_tasks(query, params.team_id, params.list_id, params.page, params.limit)
@@ -434,8 +432,9 @@ class FieldValue(ActionParams):
 
 
 class CreateTaskParams(ConnectionParams):
-    list_id: Id = Field(title="List", description="The list to create the task in (listId)",
-                        json_schema_extra=_picker("clickup.listLists", "lists", "path"))
+    # Empty is a valid graph (a template's node before the list is chosen): the step says it is missing.
+    list_id: ChosenId = Field(title="List", description="The list to create the task in (listId)",
+                              json_schema_extra=_picker("clickup.listLists", "lists", "path"))
     name: str = Field(min_length=1, max_length=1_000, description="The task's name")
     description: str | None = Field(None, max_length=100_000, description="The task's description")
     markdown: bool = Field(False, description="The description is Markdown (ClickUp renders it)")
@@ -463,6 +462,8 @@ def _description(text: str, markdown: bool) -> dict[str, Any]:
         params=CreateTaskParams, output=TaskOut, graph_node=True, capabilities=("read", "write"),
         connection_type=TYPE_ID)
 def create_task(params: CreateTaskParams, context: ActionContext) -> TaskOut:
+    if not params.list_id:
+        raise ActionError("listId: choose the list to create the task in (clickup.listLists lists them)")
     with _clickup(context, params.connection_id) as clickup:
         body: dict[str, Any] = {"name": params.name, "notify_all": params.notify_all, "tags": list(params.tags)}
         if params.description:

@@ -41,8 +41,9 @@ def _addresses(value: Any) -> Any:
 
 
 class SendMailParams(ActionParams):
-    connection_id: str = Field(min_length=1, description="The mail connection to send from (its id, from the "
-                                                         "Connections page): a mailbox (IMAP/SMTP) or Microsoft 365")
+    # Empty is a valid graph (a template's node before one is chosen): the run's start says it is missing.
+    connection_id: str = Field(max_length=32, description="The mail connection to send from (its id, from the "
+                                                          "Connections page): a mailbox (IMAP/SMTP) or Microsoft 365")
     to: list[str] = Field(min_length=1, max_length=MAX_RECIPIENTS,
                           description="Recipients' e-mail addresses, e.g. [\"anna@example.com\"]")
     cc: list[str] = Field(default_factory=list, max_length=MAX_RECIPIENTS, description="Copy recipients")
@@ -86,6 +87,8 @@ def _attachments(context: ActionContext, paths: list[str]) -> tuple[tuple[str, s
         params=SendMailParams, output=SentMail, graph_node=True, capabilities=("read", "externalSend"),
         connection_types=MAIL_TYPES, needs=("mail",))
 def send_mail(params: SendMailParams, context: ActionContext) -> SentMail:
+    if not params.connection_id.strip():
+        raise ActionError("connectionId: choose the mail connection to send from (the Connections page lists yours)")
     _credentials, mailbox = _open(context, params.connection_id)
     outgoing = OutgoingMail(to=tuple(params.to), cc=tuple(params.cc), subject=params.subject, body=params.body,
                             html=params.html, attachments=_attachments(context, params.attachments))
