@@ -11,6 +11,7 @@ or `?error=<message>`, which the page shows. A type this installation cannot mak
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, TypedDict
 
@@ -117,7 +118,9 @@ def setting_fields(schema: dict[str, Any], secret: set[str],
     for name, raw in (schema.get("properties") or {}).items():
         resolved = _resolved(raw, defs)
         options = [str(o) for o in resolved.get("enum", [])]
-        labels = options
+        named = resolved.get("x-labels") or raw.get("x-labels")  # words for the enum's values, in its order
+        labels = [str(label) for label in named] if isinstance(named, list) and len(named) == len(options) \
+            else options
         if resolved.get("connectionType"):
             kind = "select"
             options, labels = _connection_choices(str(resolved["connectionType"]), connections or [])
@@ -325,7 +328,9 @@ class ConnectionsState(RenameMixin, PageMixin, AuthState):
         except DomainError as exc:
             self.error = user_message(exc)
             return None
-        return rx.redirect(url)  # another host: the browser goes there (window.location)
+        # A full navigation: with `make run` the start address is on the UI's own host, where
+        # rx.redirect would only move the single-page app's router (its 404 page).
+        return rx.call_script(f"window.location.assign({json.dumps(url)})")
 
     @rx.event
     @requires("authenticated")

@@ -150,7 +150,8 @@ class ConnectionType:
         try:
             parsed = self.settings_model.model_validate(raw if isinstance(raw, dict) else {})
         except ValidationError as exc:
-            raise InvalidInput([FieldError("settings." + ".".join(str(p) for p in error["loc"]), error["msg"])
+            raise InvalidInput([FieldError("settings." + ".".join(str(p) for p in error["loc"]),
+                                           error["msg"].removeprefix("Value error, "))
                                 for error in exc.errors(include_url=False, include_input=False)]) from None
         values = parsed.model_dump(by_alias=True)
         secret_names = {self.settings_model.model_fields[name].alias or name for name in self.secret_fields}

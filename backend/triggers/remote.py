@@ -138,8 +138,9 @@ def _register(session: Session, user: User, workflow: Workflow, node: dict[str, 
     proposed = secrets.token_urlsafe(32)
     try:
         hook = support.register(credentials, delivery_url(token), events, params, proposed)
-    except ConnectionFailed as exc:
-        raise _node_error(node, "connectionId", f"{kind.label} refused to register the webhook: {exc}") from None
+    except ConnectionFailed as exc:  # about the connection or the filters: the node as a whole
+        raise InvalidInput([FieldError(f"nodes.{node['id']}", f"{kind.label} refused to register the webhook: {exc}")]
+                           ) from None
     row = RemoteWebhook(token=token, workflow_id=workflow.id, node_id=node["id"], type=kind.id,
                         connection_id=credentials.connection_id, remote_id=hook.remote_id, secret=seal(hook.secret),
                         fingerprint=fingerprint, events=list(events))

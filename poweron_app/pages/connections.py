@@ -253,8 +253,8 @@ def _list_section() -> rx.Component:
             S.connections.length() > 0,
             rx.vstack(rx.foreach(S.connections, _connection_card), id="connection-list", width="100%", spacing="2"),
             rx.cond(S.loaded, empty_state("plug", "No connections yet",
-                                          "Add one below: workflows and agents can then read and send mail and "
-                                          "files through it, and the Workspace's Sources tab browses it.")),
+                                          "Add one below: workflows and agents can then work with your mail, "
+                                          "files, tasks and issues through it.")),
         ),
         spacing="3", width="100%",
     )
@@ -278,9 +278,10 @@ def connections_page() -> rx.Component:
     return page_shell(
         "Connections",
         rx.vstack(
-            rx.text("Your accounts at outside systems (mailboxes, Microsoft 365 …). Workflows and agents use them "
-                    "with your rights there; their passwords and tokens are stored sealed and never shown again. "
-                    "A mandate's administrators can share a connection with its members.", color_scheme="gray"),
+            rx.text("Your accounts at outside systems (mailboxes, Microsoft 365, ClickUp, Jira …). Workflows and "
+                    "agents use them with your rights there; their passwords and tokens are stored sealed and never "
+                    "shown again. A mandate's administrators can share a connection with its members.",
+                    color_scheme="gray"),
             _messages(),
             _list_section(),
             _add_section(),

@@ -184,7 +184,7 @@ def test_a_refused_registration_refuses_the_publication_and_names_the_node(serve
     refused = publish(served, unknown_team)
     assert refused.status_code == 422, refused.text
     problem = refused.json()["errors"][0]
-    assert problem["field"] == "nodes.start.parameters.connectionId"
+    assert problem["field"] == "nodes.start"
     assert "ClickUp refused to register the webhook" in problem["message"]
     assert clickup.webhooks == {} and registrations(unknown_team) == []
     versions = served.rest.get(f"{served.base}/workflows/{unknown_team}/versions", headers=served.headers).json()
@@ -268,4 +268,16 @@ def test_a_jira_user_who_is_no_administrator_cannot_publish_a_jira_trigger(serve
     refused = publish(served, workflow_id)
     assert refused.status_code == 422
     assert "Jira refused to register the webhook" in refused.json()["errors"][0]["message"]
+    assert jira.webhooks == {} and registrations(workflow_id) == []
+
+
+def test_a_trigger_filter_jira_refuses_refuses_the_publication_in_jiras_words(served, jira):
+    connection = jira_connection(served, jira)
+    workflow_id = create_workflow(served, "Unknown project", graph("trigger.jira", {
+        "connectionId": connection, "events": ["jira:issue_created"], "jql": "project = NOPE"}))
+    refused = publish(served, workflow_id)
+    assert refused.status_code == 422
+    [problem] = refused.json()["errors"]
+    assert problem["field"] == "nodes.start"
+    assert "The value 'NOPE' does not exist for the field 'project'" in problem["message"]
     assert jira.webhooks == {} and registrations(workflow_id) == []

@@ -73,7 +73,8 @@ class JiraSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
     deployment: Literal["cloud", "datacenter"] = Field(
-        CLOUD, title="Deployment", description="Jira Cloud (…atlassian.net, e-mail + API token) or Jira Data Center "
+        CLOUD, title="Deployment", json_schema_extra={"x-labels": ["Jira Cloud", "Jira Data Center"]},
+        description="Jira Cloud (…atlassian.net, e-mail + API token) or Jira Data Center "
                                                "(your own server, personal access token)")
     site_url: str = Field(..., min_length=8, max_length=500, title="Site URL",
                           description="e.g. https://your-team.atlassian.net or https://jira.example.com")
