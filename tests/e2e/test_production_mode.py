@@ -24,6 +24,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.clickup_server import ClickUpServer
+from tests.clickup_server import serve as serve_clickup
 from tests.e2e.conftest import ADMIN_PASSWORD, PROJECT_ROOT, _free_port, wait_until_serving
 from tests.e2e.test_editor_ui import new_workflow, select
 from tests.e2e.test_workflows_ui import sign_in
@@ -136,8 +138,22 @@ def _hook_graph() -> dict:
 
 
 def test_make_run_serves_the_production_build_and_the_api_on_one_port(make_run, open_page):
-    app = make_run()
-    page = open_page(app)
+    with serve_clickup(ClickUpServer()) as clickup:
+        app = make_run(POWERON_CLICKUP_API_URL=clickup.api_url, POWERON_CLICKUP_AUTH_URL=clickup.auth_url,
+                       POWERON_CLICKUP_CLIENT_ID=clickup.client_id,
+                       POWERON_CLICKUP_CLIENT_SECRET=clickup.client_secret)
+        clickup.redirect_uri = f"{app.url}/api/connections/oauth/clickup/callback"
+        page = open_page(app)
+        _serves_ui_and_api(app, page)
+        # A consent leaves the app for the provider and comes back, though its start is on the UI's host.
+        page.locator("#nav-connections").click()
+        page.locator("#connect-clickup").click()
+        page.get_by_role("button", name="Connect Workspace").click()
+        expect(page).to_have_url(re.compile(r"/connections/?\?connected="))
+        expect(page.locator(".connection-row .connection-status")).to_have_attribute("data-status", "active")
+
+
+def _serves_ui_and_api(app: ProdApp, page: Page) -> None:
     assert f"serving UI and API on {app.url}" in app.log.read_text()  # what make run prints
     assert app.health()["status"] == "ok"
     login_html = httpx.get(f"{app.url}/login/").text
