@@ -189,6 +189,18 @@ def _with_choices(state, field, plain: rx.Component) -> rx.Component:
     )
 
 
+def _choices_field(state, field, disabled) -> rx.Component:
+    """Several of a fixed set (a trigger's events): one checkbox per option."""
+    name = field["name"]
+    return rx.flex(
+        rx.foreach(field["options"], lambda option: rx.checkbox(
+            option, checked=field["chosen"].contains(option), disabled=disabled, size="1",
+            on_change=lambda checked: state.toggle_choice(name, option, checked),
+            class_name="choice-box", custom_attrs={"data-option": option})),
+        id="param-" + name, wrap="wrap", spacing="3", width="100%",
+    )
+
+
 def _plain_input(state, field, common: dict, blur) -> rx.Component:
     """The input of a field by its kind (text by default)."""
     name = field["name"]
@@ -196,6 +208,7 @@ def _plain_input(state, field, common: dict, blur) -> rx.Component:
         field["kind"],
         ("secret", _secret_input(state, field)),
         ("assignee", _assignee_picker(state, field)),
+        ("choices", _choices_field(state, field, common["disabled"])),
         ("boolean", rx.switch(checked=field["checked"], on_change=lambda checked: state.set_flag(name, checked),
                               id="param-" + name, disabled=common["disabled"])),
         ("select", rx.select(field["options"], value=field["value"], id="param-" + name,

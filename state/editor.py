@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 from collections.abc import Callable
 from typing import Any, TypedDict
 
@@ -559,6 +560,18 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
     def set_flag(self, name: str, checked: bool):
         """A boolean parameter's switch."""
         return EditorState.set_parameter(name, "boolean", "true" if checked else "false")
+
+    @rx.event
+    @requires_door(Door.save_draft)
+    def toggle_choice(self, name: str, option: str, checked: bool):
+        """One option of a `choices` field (several of a fixed set) ticked or unticked; kept in the
+        schema's order."""
+        field = next((f for f in self.param_fields if f["name"] == name and f["kind"] == "choices"), None)
+        if field is None:
+            return None
+        chosen = set(field["chosen"]) | {option} if checked else set(field["chosen"]) - {option}
+        ordered = [o for o in field["options"] if o in chosen]
+        return EditorState.set_parameter(name, "choices", json.dumps(ordered) if ordered else "")
 
     @rx.event
     @requires_door(Door.save_draft)

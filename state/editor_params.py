@@ -377,12 +377,14 @@ class EditorParamsMixin(rx.State, mixin=True):
         self.choice_busy = False
 
     @rx.event
+    @requires_door(Door.save_draft)
     def choose(self, name: str, value: str):
         """A choice was picked: the field takes it (saved like a typed value), then shows it."""
         self.choice_field, self.choice_items, self.choice_problem = "", [], ""
         return [type(self).set_parameter(name, "text", value), type(self).show_chosen]
 
     @rx.event
+    @requires("ui")
     def show_chosen(self):
         self.form_revision += 1  # the field's input shows the stored value
 

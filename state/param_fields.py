@@ -32,10 +32,11 @@ SECRET_HINT = "a secret is set with Replace or Generate, never typed into the fi
 class ParamField(TypedDict):
     name: str
     title: str
-    kind: str  # text · textarea · number · boolean · select · json · any · secret · assignee
+    kind: str  # text · textarea · number · boolean · select · choices · json · any · secret · assignee
     value: str
     checked: bool
     options: list[str]
+    chosen: list[str]  # a `choices` field's ticked options
     required: bool
     description: str
     placeholder: str
@@ -80,6 +81,8 @@ def kind_of(name: str, schema: dict[str, Any]) -> str:
         return "number"
     if kind == "boolean":
         return "boolean"
+    if kind == "array" and isinstance(schema.get("items"), dict) and "enum" in schema["items"]:
+        return "choices"  # several of a fixed set (e.g. a trigger's events): ticked, not typed
     if kind in ("object", "array") or "anyOf" in schema or "properties" in schema:
         return "json"
     return "any"
@@ -102,7 +105,7 @@ def shown_value(kind: str, value: Any) -> str:
         return assignee_value(value)
     if value is None:
         return ""
-    if kind == "json" or (kind == "any" and not isinstance(value, str)):
+    if kind in ("json", "choices") or (kind == "any" and not isinstance(value, str)):
         return json.dumps(value, ensure_ascii=False, indent=2 if kind == "json" else None)
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -122,9 +125,17 @@ def fields_of(schema: dict[str, Any], parameters: dict[str, Any] | None) -> list
         if kind == "assignee" and value is not None and not isinstance(value, dict):
             kind = "any"  # an expression: shown as written (the picker cannot show it)
         default = resolved.get("default", raw.get("default"))
+        if kind == "choices" and value is not None and not isinstance(value, list):
+            kind = "json"  # an expression: shown as written
+        chosen: list[str] = []
         if kind == "select":
             options = [str(o) for o in resolved["enum"]]
             value = value if value is not None else default
+        elif kind == "choices":
+            items, _ = _resolve(resolved["items"], defs)
+            options = [str(o) for o in items.get("enum", [])]
+            value = value if value is not None else default
+            chosen = [str(o) for o in value or []]
         else:
             options = []
         placeholder = "" if default in (None, [], {}) else f"default: {shown_value(kind, default)}"
@@ -132,7 +143,8 @@ def fields_of(schema: dict[str, Any], parameters: dict[str, Any] | None) -> list
             placeholder = "JSON, e.g. []"
         rows.append(ParamField(
             name=name, title=_title(name, raw), kind=kind, value=shown_value(kind, value),
-            checked=bool(value if value is not None else default), options=options, required=name in required,
+            checked=bool(value if value is not None else default), options=options, chosen=chosen,
+            required=name in required,
             description=str(resolved.get("description") or raw.get("description") or ""), placeholder=placeholder,
         ))
     return rows
@@ -161,7 +173,7 @@ def parse_value(kind: str, text: str) -> tuple[Any, str]:
         if stripped.lower() in ("true", "false"):
             return stripped.lower() == "true", ""
         return None, "must be true or false"
-    if kind == "json":
+    if kind in ("json", "choices"):
         try:
             return json.loads(stripped), ""
         except json.JSONDecodeError as exc:

@@ -452,8 +452,7 @@ def remote_trigger_type(type_id: str, kind: Any) -> NodeType:
     names = tuple(field.alias or name for name, field in model.model_fields.items())
     return _trigger(type_id, f"{kind.label} event", f"Runs when {kind.label} reports an event (the webhook is "
                     "registered when the workflow is published)", model, literal_parameters=names,
-                    literal_reader="the webhook registration on publish",
-                    new_parameters=lambda _tz: {"events": [kind.webhooks.events[0]]})
+                    literal_reader="the webhook registration on publish")
 
 
 def _remote_triggers() -> tuple[NodeType, ...]:

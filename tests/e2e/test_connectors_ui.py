@@ -131,3 +131,29 @@ def test_the_editor_lists_clickup_lists_through_the_connection(page: Page, runni
     select(page, "other")
     page.locator("#choose-listId").click()
     expect(page.locator("#choice-problem-listId")).to_contain_text("connection id first")
+
+
+def test_a_jira_triggers_events_are_ticked(page: Page, running_app: RunningApp):
+    graph = {"nodes": [{"id": "start", "type": "trigger.jira", "position": {"x": 0, "y": 0},
+                        "parameters": {"connectionId": "", "events": ["jira:issue_created"]}}], "edges": []}
+    workflow_id, _name = new_workflow(running_app, "Jira events", graph)
+    headers, _instance = api(running_app)
+
+    def stored() -> object:
+        nodes = httpx.get(workflow_url(running_app, workflow_id), headers=headers).json()["graph"]["nodes"]
+        return nodes[0]["parameters"].get("events")
+
+    open_editor(page, workflow_id)
+    select(page, "start")
+    boxes = page.locator("#param-events .choice-box")
+    expect(boxes).to_have_count(4)
+    expect(page.locator('#param-events [data-option="jira:issue_created"]')).to_have_attribute("data-state", "checked")
+    page.locator('#param-events [data-option="comment_created"]').click()
+    expect(saved(page)).to_have_attribute("data-state", "saved")
+    expect(page.locator('#param-events [data-option="comment_created"]')).to_have_attribute("data-state", "checked")
+    assert stored() == ["jira:issue_created", "comment_created"]
+    page.locator('#param-events [data-option="jira:issue_created"]').click()
+    expect(page.locator('#param-events [data-option="jira:issue_created"]')).to_have_attribute("data-state",
+                                                                                               "unchecked")
+    expect(saved(page)).to_have_attribute("data-state", "saved")
+    assert stored() == ["comment_created"]

@@ -99,3 +99,14 @@ def test_call_rows_link_runs_into_the_editor():
     assert [(r["status"], r["ok"], r["run_link"]) for r in rows] == [("202", True, "/editor/wf1?run=r1"),
                                                                       ("401", False, "")]
     assert rows[0]["time"] == "2026-12-02 09:30:05 UTC" and rows[1]["request"] == "POST /in"
+
+
+def test_a_list_of_a_fixed_set_is_ticked_not_typed():
+    events = field("trigger.jira", "events", {"events": ["comment_created", "jira:issue_created"]})
+    assert events["kind"] == "choices"
+    assert events["options"] == ["jira:issue_created", "jira:issue_updated", "jira:issue_deleted", "comment_created"]
+    assert events["chosen"] == ["comment_created", "jira:issue_created"]
+    assert field("trigger.jira", "events")["chosen"] == ["jira:issue_created"]  # the default
+    written = field("trigger.jira", "events", {"events": "{{ input.events }}"})
+    assert written["kind"] == "json" and written["value"] == '"{{ input.events }}"'
+    assert parse_value("choices", '["comment_created"]') == (["comment_created"], "")

@@ -392,7 +392,7 @@ class WebhookParams(BaseModel):
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
     connection_id: str = Field(max_length=32, description="Id of the ClickUp connection that registers the webhook")
-    events: list[Event] = Field(default_factory=lambda: ["taskCreated"], min_length=1, max_length=len(EVENTS),
+    events: list[Event] = Field(["taskCreated"], min_length=1, max_length=len(EVENTS),
                                 description="The ClickUp events that start the workflow")
     team_id: str = Field(min_length=1, max_length=64, pattern=ID_PATTERN, title="Workspace",
                          description="The ClickUp workspace whose events start the workflow",

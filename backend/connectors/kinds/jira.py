@@ -522,7 +522,7 @@ class JiraTriggerParams(BaseModel):
     connection_id: str = Field(max_length=32, description="Id of the Jira connection whose events start the "
                                                          "workflow (registering a webhook needs a Jira administrator)")
     events: list[Literal["jira:issue_created", "jira:issue_updated", "jira:issue_deleted", "comment_created"]] = Field(
-        default_factory=lambda: ["jira:issue_created"], min_length=1, max_length=len(EVENTS),
+        ["jira:issue_created"], min_length=1, max_length=len(EVENTS),
         description="Which events start it")
     jql: str | None = Field(None, max_length=2000, title="JQL filter",
                             description="Only issues matching this JQL, e.g. project = OPS AND labels = customer")
