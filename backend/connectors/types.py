@@ -78,6 +78,8 @@ class WebhookSupport:
         verify: `verify(headers, body, secret)`: whether a delivery is signed with `secret`
             (headers by lower-case name, the raw body).
         event_of: The event name of a delivery's JSON body (None: not an event of this service).
+        delivery_id: `delivery_id(headers, body)`: the service's id of one delivery, the same when it
+            delivers again (Jira's X-Atlassian-Webhook-Identifier); a repeated one starts no second run.
     """
 
     events: tuple[str, ...]
@@ -86,6 +88,7 @@ class WebhookSupport:
     unregister: Callable[[Credentials, str], None]
     verify: Callable[[Any, bytes, str], bool]
     event_of: Callable[[Any], str | None]
+    delivery_id: Callable[[Any, Any], str | None] = lambda _headers, _body: None
 
 
 @dataclass(frozen=True)

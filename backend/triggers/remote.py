@@ -22,7 +22,10 @@ the system said); registrations made in that attempt are removed again, so nothi
 A delivery (:func:`receive`) is accepted when its token is known, its signature verifies with the
 registration's secret (sealed at rest, never returned or logged) and the workflow is active; an
 event the node did not ask for is acknowledged and starts nothing. The run (trigger "webhook") runs
-the published version as the workflow's creator (launch.start), input ``{"event", "payload"}``.
+the published version as the workflow's creator (launch.start), input ``{"event", "payload"}``. A
+delivery the service sends again (same delivery id, e.g. Jira's X-Atlassian-Webhook-Identifier) is
+answered with the first one's run and starts nothing (a `webhook_delivery` row per id, unique per
+workflow, written with the run).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from backend.config import get_settings
@@ -44,14 +48,16 @@ from backend.connectors.types import ConnectionFailed, ConnectionType, WebhookSu
 from backend.crypto import seal, unseal
 from backend.db import session_scope
 from backend.db.engine import write_gate
-from backend.db.models import Connection, RemoteWebhook, User, Workflow, utcnow
+from backend.db.models import Connection, RemoteWebhook, User, WebhookDelivery, Workflow, utcnow
 from backend.errors import FieldError, InvalidInput, NotFound
-from backend.triggers import launch
+from backend.triggers import launch, webhooks
 
 log = logging.getLogger(__name__)
 
 PREFIX = "trigger."
 ROUTE = "/api/hooks/remote/"
+DELIVERY_ID_MAX = 200  # WebhookDelivery.webhook_id
+REPEATED = "a repeated delivery: it started its run before"
 
 
 class Unauthorized(Exception):
@@ -238,12 +244,27 @@ def receive(token: str, body: bytes, headers: Mapping[str, str]) -> Accepted:
             return Accepted(ignored="the workflow no longer has this trigger")
         if event not in row.events:
             return Accepted(ignored=f"event {event!r} is not one this trigger listens to")
+        said = kind.webhooks.delivery_id(lowered, payload)
+        key = f"{row.type}:{said}"[:DELIVERY_ID_MAX] if said else None
+        seen = webhooks.delivered(session, workflow.id, key) if key else None
+        if seen is not None:
+            return Accepted(run_id=seen.run_id, ignored=REPEATED)
         launch.check_capacity()
         with write_gate():
-            # A webhook run like any other (history filters, failure notices of unattended runs).
-            run = launch.start(session, launch.Target(workflow, version, node), {"event": event, "payload": payload},
-                               "webhook")
-            row.last_delivery_at = utcnow()
-            session.add(row)
-            session.commit()
+            try:
+                # A webhook run like any other (history filters, failure notices of unattended runs).
+                run = launch.start(session, launch.Target(workflow, version, node),
+                                   {"event": event, "payload": payload}, "webhook")
+                if key:  # the unique (workflow, id) finds a repeat that arrives while this one is written
+                    session.add(WebhookDelivery(workflow_id=workflow.id, webhook_id=key, run_id=run.id,
+                                                path=f"remote/{row.node_id}"[:200], method="POST"))
+                row.last_delivery_at = utcnow()
+                session.add(row)
+                session.commit()
+            except IntegrityError:
+                session.rollback()
+                seen = webhooks.delivered(session, workflow.id, key) if key else None
+                if seen is None:
+                    raise
+                return Accepted(run_id=seen.run_id, ignored=REPEATED)
         return Accepted(run_id=run.id)

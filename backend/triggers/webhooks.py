@@ -255,7 +255,8 @@ def run_input(body: bytes, headers: Mapping[str, str], query: Mapping[str, str])
     return {"body": parse_body(body), "headers": stored_headers(headers), "query": dict(query)}
 
 
-def _delivered(session: Session, workflow_id: str, webhook_id: str) -> WebhookDelivery | None:
+def delivered(session: Session, workflow_id: str, webhook_id: str) -> WebhookDelivery | None:
+    """The accepted call of a workflow with this delivery id (webhook-id), if any."""
     return session.exec(select(WebhookDelivery).where(WebhookDelivery.workflow_id == workflow_id,
                                                       WebhookDelivery.webhook_id == webhook_id)).first()
 
@@ -342,7 +343,7 @@ def _receive(workflow_id: str, path: str, method: str, body: bytes, headers: Map
         try:
             launch.check_capacity()
         except launch.Overloaded:
-            seen = _delivered(session, target.workflow.id, webhook_id)  # a repeat still gets its answer
+            seen = delivered(session, target.workflow.id, webhook_id)  # a repeat still gets its answer
             if seen is None:
                 raise
             return Delivery(seen.run_id, repeated=True)
@@ -358,7 +359,7 @@ def _receive(workflow_id: str, path: str, method: str, body: bytes, headers: Map
             except (IntegrityError, Forbidden):
                 # A repeat is answered as before, also when its creator may no longer start runs.
                 session.rollback()
-                seen = _delivered(session, target.workflow.id, webhook_id)
+                seen = delivered(session, target.workflow.id, webhook_id)
                 if seen is None:
                     raise
                 return Delivery(seen.run_id, repeated=True)

@@ -250,10 +250,21 @@ def test_a_jira_webhook_starts_a_published_workflow_for_new_issues_of_its_filter
     assert other.status_code == 201
     assert len(jira.deliveries) == 1 and len(runs(served, workflow_id)) == 1
 
+    # Jira delivering the same event again (a retry: the same X-Atlassian-Webhook-Identifier) starts
+    # nothing new; the repeat is answered with the first one's run.
+    body, headers = jira.signed_delivery("jira:issue_created", key, hook.secret)
+    first = served.rest.post(hook.url.removeprefix(served.url), content=body, headers=headers)
+    again = served.rest.post(hook.url.removeprefix(served.url), content=body, headers=headers)
+    assert first.status_code == again.status_code == 202, (first.text, again.text)
+    assert first.json()["runId"] and again.json()["runId"] == first.json()["runId"]
+    assert "repeated" in again.json()["ignored"]
+    assert len(runs(served, workflow_id)) == 2
+
     # A delivery signed with another secret is refused.
     body, headers = jira.signed_delivery("jira:issue_created", key, "not-the-secret")
     refused = served.rest.post(hook.url.removeprefix(served.url), content=body, headers=headers)
     assert refused.status_code == 401
+    assert len(runs(served, workflow_id)) == 2
 
     assert served.rest.post(f"{served.base}/workflows/{workflow_id}/unpublish",
                             headers=served.headers).status_code == 200

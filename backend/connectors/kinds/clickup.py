@@ -64,9 +64,7 @@ WEBHOOK_EXISTS = "OAUTH_171"
 EVENTS = ("taskCreated", "taskUpdated", "taskStatusUpdated", "taskCommentPosted", "taskDeleted",
           "taskAssigneeUpdated", "taskDueDateUpdated", "taskPriorityUpdated", "taskTagUpdated", "taskMoved",
           "taskCommentUpdated", "listCreated", "listUpdated", "listDeleted")
-Event = Literal["taskCreated", "taskUpdated", "taskStatusUpdated", "taskCommentPosted", "taskDeleted",
-                "taskAssigneeUpdated", "taskDueDateUpdated", "taskPriorityUpdated", "taskTagUpdated", "taskMoved",
-                "taskCommentUpdated", "listCreated", "listUpdated", "listDeleted"]
+Event = Literal[EVENTS]  # typing flattens the tuple: one of EVENTS
 
 
 # --- settings and the two ways to connect ----------------------------------------------------------
@@ -474,8 +472,18 @@ def event_of(body: Any) -> str | None:
     return event if isinstance(event, str) and event else None
 
 
+def delivery_id(_headers: Any, body: Any) -> str | None:
+    """ClickUp's id of a delivery: its webhook and the history item it reports (the same on a retry)."""
+    items = body.get("history_items") if isinstance(body, dict) else None
+    first = items[0] if isinstance(items, list) and items and isinstance(items[0], dict) else {}
+    if not first.get("id") or not body.get("webhook_id"):
+        return None
+    return f"{body['webhook_id']}:{first['id']}"
+
+
 WEBHOOKS = WebhookSupport(events=EVENTS, params_model=WebhookParams, register=register_webhook,
-                          unregister=unregister_webhook, verify=verify_delivery, event_of=event_of)
+                          unregister=unregister_webhook, verify=verify_delivery, event_of=event_of,
+                          delivery_id=delivery_id)
 
 
 CLICKUP = register_connection_type(ConnectionType(

@@ -521,7 +521,7 @@ class JiraTriggerParams(BaseModel):
 
     connection_id: str = Field(max_length=32, description="Id of the Jira connection whose events start the "
                                                          "workflow (registering a webhook needs a Jira administrator)")
-    events: list[Literal["jira:issue_created", "jira:issue_updated", "jira:issue_deleted", "comment_created"]] = Field(
+    events: list[Literal[EVENTS]] = Field(  # typing flattens the tuple: each one of EVENTS
         ["jira:issue_created"], min_length=1, max_length=len(EVENTS),
         description="Which events start it")
     jql: str | None = Field(None, max_length=2000, title="JQL filter",
@@ -568,8 +568,15 @@ def event_of(body: Any) -> str | None:
     return event if isinstance(event, str) and event else None
 
 
+def delivery_id(headers: Any, _body: Any) -> str | None:
+    """Jira's id of a delivery (`X-Atlassian-Webhook-Identifier`), the same when it retries it."""
+    value = headers.get("x-atlassian-webhook-identifier") if headers is not None else None
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
 WEBHOOKS = WebhookSupport(events=EVENTS, params_model=JiraTriggerParams, register=register_webhook,
-                          unregister=unregister_webhook, verify=verify_delivery, event_of=event_of)
+                          unregister=unregister_webhook, verify=verify_delivery, event_of=event_of,
+                          delivery_id=delivery_id)
 
 JIRA = register_connection_type(ConnectionType(
     id=TYPE_ID, label=LABEL,
