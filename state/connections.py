@@ -214,7 +214,9 @@ class ConnectionsState(RenameMixin, PageMixin, AuthState):
         self._schemas = {t.id: t.settings_schema or {} for t in kinds}
         self.types = [self._card(t) for t in kinds]
         oauth = {t.id for t in kinds if t.auth == "oauth"}
-        self.connections = [connection_row(v, self._tests, v.type in oauth) for v in views]
+        consent = {t.id for t in kinds if t.consent}
+        self.connections = [connection_row(v, self._tests, v.type in oauth or (
+            v.type in consent and bool(v.settings.get("consented")))) for v in views]
         self.loaded = True
 
     @staticmethod

@@ -507,7 +507,8 @@ def _transport_reason(exc: Exception) -> str:
 
 def _store(kind: ConnectionType, pending: ConnectionOAuthState, identity: Identity, secret: dict[str, Any]) -> str:
     """Create the connection, or renew the one the consent named (or this user's of the same account)."""
-    settings = {**identity.settings, "tested": f"signed in as {identity.account}"}
+    # `consented`: made by consent (a type made either way tells its consented connections by it).
+    settings = {**identity.settings, "consented": True, "tested": f"signed in as {identity.account}"}
     with session_scope() as session:
         user = _member(session, pending.user_id, pending.mandate_id)
         row = session.get(Connection, pending.connection_id) if pending.connection_id else \
