@@ -98,6 +98,8 @@ EXTRA_STATUSES: dict[tuple[str, str], tuple[int, ...]] = {
     ("get", "/api/auth/oidc/callback"): (404,),  # single sign-on is off
     ("post", "/api/me/tokens"): (409,),  # a token of that name exists
     **{(method, HOOK): HOOK_ERRORS for method in ("get", "post", "put", "patch", "delete")},
+    # ClickUp's and Jira's deliveries: 401 signature, 404 unknown address, 413 too large, 422 not JSON, 429.
+    ("post", "/api/hooks/remote/{token}"): (401, 404, 413, 422, 429),
     ("post", "/api/forms/{workflowId}"): (413, 429),
     ("post", "/api/events"): (429,),
     ("post", "/api/workspace/{instanceId}/files"): (413,),

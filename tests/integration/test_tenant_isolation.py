@@ -65,6 +65,10 @@ _FORM = ("public form: only active workflows whose published version starts with
          "(tests/integration/test_forms.py)")
 PUBLIC_ROUTES_WITH_IDS: dict[tuple[str, str], str] = {
     **{(method, "/api/hooks/{workflowId}/{path}"): _WEBHOOK for method in ("POST", "GET", "PUT", "PATCH", "DELETE")},
+    ("POST", "/api/hooks/remote/{token}"): (
+        "delivery of ClickUp or Jira: no signed-in caller; the token is a random address made when a workflow "
+        "with that trigger was published, the service's signature with the registration's own secret "
+        "authenticates the call, unknown addresses answer 404 (tests/integration/test_remote_triggers.py)"),
     ("GET", "/api/forms/{workflowId}"): _FORM,
     ("POST", "/api/forms/{workflowId}"): _FORM,
     ("GET", "/api/connections/oauth/{type}/callback"): (
