@@ -37,6 +37,8 @@ from tests.clickup_server import (
 from tests.integration.test_admin_api import make_mandate, signed_in
 from tests.integration.test_msft_oauth import Browser, browser
 
+SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
+
 CLIENT_ID = "clickup-poweron-test-app"
 CLIENT_SECRET = "cu-Secret/with+chars&="
 API_URL = "http://testserver"
@@ -142,6 +144,7 @@ def test_a_personal_token_is_tested_stored_sealed_and_never_shown(clickup, api, 
         assert clickup.personal_token not in text
 
 
+@SQLITE
 def test_a_wrong_token_stores_nothing_and_names_the_settings(clickup, api):
     wrong = create(api, "pk_81726354_NOTTHETOKEN")
     assert wrong.status_code == 422
@@ -156,6 +159,7 @@ def test_a_wrong_token_stores_nothing_and_names_the_settings(clickup, api):
     assert api.client.get(URL, headers=api.auth).json() == []
 
 
+@SQLITE
 def test_a_revoked_token_makes_the_connection_expired_on_test(clickup, api, connection):
     del clickup.tokens[clickup.personal_token]
     tested = api.client.post(f"{URL}/{connection}/test", headers=api.auth).json()
@@ -166,6 +170,7 @@ def test_a_revoked_token_makes_the_connection_expired_on_test(clickup, api, conn
 # --- connections by consent (ClickUp's OAuth app flow) ------------------------------------------------
 
 
+@SQLITE
 def test_the_types_offer_clickup_by_token_and_by_consent_when_set_up(clickup, api, monkeypatch):
     types = {t["id"]: t for t in api.client.get(f"{URL}/types", headers=api.auth).json()}
     assert (types["clickup"]["label"], types["clickup"]["auth"], types["clickup"]["unavailable"]) == \
@@ -181,6 +186,7 @@ def test_the_types_offer_clickup_by_token_and_by_consent_when_set_up(clickup, ap
     assert create(api, clickup.personal_token).status_code == 201
 
 
+@SQLITE
 def test_a_consent_connects_the_chosen_workspaces_with_a_lasting_token(clickup, api, caplog):
     caplog.set_level(logging.DEBUG)
     other = clickup.add_team("Side project", [ANNA["id"]])
@@ -215,6 +221,7 @@ def test_a_consent_connects_the_chosen_workspaces_with_a_lasting_token(clickup, 
         assert secret_text not in listed and secret_text not in caplog.text
 
 
+@SQLITE
 def test_a_cancelled_or_refused_consent_connects_nothing(clickup, api, monkeypatch):
     admin = browser(signed_in("admin"))
     landed = admin.land(accept_consent(start(admin), decision="cancel"))
@@ -228,6 +235,7 @@ def test_a_cancelled_or_refused_consent_connects_nothing(clickup, api, monkeypat
 # --- listing: workspaces, spaces, lists -------------------------------------------------------------
 
 
+@SQLITE
 def test_workspaces_spaces_and_lists_in_and_outside_folders(clickup, connection):
     clickup.add_list(SPACE_ID, "Old", archived=True)
     design = clickup.add_space(TEAM_ID, "Design")
@@ -250,6 +258,7 @@ def test_workspaces_spaces_and_lists_in_and_outside_folders(clickup, connection)
 # --- tasks: create, read, update, comment, attach ----------------------------------------------------
 
 
+@SQLITE
 def test_create_read_update_and_comment_on_a_task(clickup, connection):
     field = clickup.add_custom_field(BACKLOG_ID, "Jira key")
     created = ok("clickup.createTask", {
@@ -286,6 +295,7 @@ def test_create_read_update_and_comment_on_a_task(clickup, connection):
     assert [c["comment_text"] for c in clickup.tasks[created["id"]]["comments"]] == ["Done in 1.4"]
 
 
+@SQLITE
 def test_clickup_refusals_are_named(clickup, connection):
     refused = failed("clickup.createTask", {"connectionId": connection, "listId": BACKLOG_ID, "name": "X",
                                             "status": "someday"})
@@ -305,6 +315,7 @@ def test_clickup_refusals_are_named(clickup, connection):
     assert not clickup.tasks
 
 
+@SQLITE
 def test_unknown_or_hidden_ids_say_so(clickup, connection):
     for action_id, params, thing in (
             ("clickup.createTask", {"listId": "901599999", "name": "X"}, "list 901599999"),
@@ -325,6 +336,7 @@ def test_unknown_or_hidden_ids_say_so(clickup, connection):
     assert ok("clickup.listWorkspaces", {"connectionId": connection})["workspaces"]
 
 
+@SQLITE
 def test_attach_a_file_of_the_file_store(clickup, connection):
     task_id = clickup.add_task(BACKLOG_ID, "Needs the report")
     with session_scope() as session:
@@ -349,6 +361,7 @@ def test_attach_a_file_of_the_file_store(clickup, connection):
 # --- searching ----------------------------------------------------------------------------------------
 
 
+@SQLITE
 def test_search_filters_by_status_tags_assignees_due_dates_and_custom_fields(clickup, connection):
     points = clickup.add_custom_field(BACKLOG_ID, "Points", "number")
     now = datetime.now(UTC)
@@ -387,6 +400,7 @@ def test_search_filters_by_status_tags_assignees_due_dates_and_custom_fields(cli
     assert not nowhere.ok and "teamId" in nowhere.error and "listId" in nowhere.error
 
 
+@SQLITE
 def test_search_follows_pages_up_to_the_limit(clickup, connection):
     clickup.page_size = 3
     for number in range(8):
@@ -405,6 +419,7 @@ def test_search_follows_pages_up_to_the_limit(clickup, connection):
     assert len(cut["tasks"]) == 4 and (cut["more"], cut["nextPage"]) == (True, 1)
 
 
+@SQLITE
 def test_the_rate_limit_is_waited_out_or_named(clickup, connection, monkeypatch):
     clickup.add_task(BACKLOG_ID, "Only one")
     clickup.fail_next(1, reset_in=1)
@@ -422,6 +437,7 @@ def test_the_rate_limit_is_waited_out_or_named(clickup, connection, monkeypatch)
 # --- who may use a connection -------------------------------------------------------------------------
 
 
+@SQLITE
 def test_a_foreign_connection_is_not_found(clickup, api, connection):
     acme = make_mandate(api, "Acme", "acme-admin")
     theirs = create(api, clickup.personal_token, "Acme's", headers=acme.admin)
@@ -439,6 +455,7 @@ def test_a_foreign_connection_is_not_found(clickup, api, connection):
     assert not result.ok and result.error == f"connection {connection} not found"
 
 
+@SQLITE
 def test_an_agent_calls_the_tools_with_strict_nulls(clickup, connection, action_context):
     clickup.add_task(BACKLOG_ID, "Write the release notes", tags=["docs"])
     arguments = {"connectionId": connection, "teamId": TEAM_ID, "spaceId": None, "listId": None, "assignees": None,

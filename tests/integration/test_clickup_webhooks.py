@@ -32,6 +32,8 @@ from tests.integration.test_clickup import (  # noqa: F401 - fixtures
 )
 from tests.mcp_test_servers import free_port, serve_in_thread
 
+SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
+
 
 class Receiver:
     """An endpoint that keeps what was POSTed to it (headers by lower-case name, raw body)."""
@@ -73,6 +75,7 @@ def credentials(connection):
         return credentials_of(session.get(Connection, connection))
 
 
+@SQLITE
 def test_the_type_declares_its_webhooks(clickup):
     kind = connection_type("clickup")
     assert kind.webhooks is WEBHOOKS and WEBHOOKS.events[0] == "taskCreated"
@@ -89,6 +92,7 @@ def test_the_type_declares_its_webhooks(clickup):
     assert schema["listId"]["x-options"]["args"] == {"teamId": "teamId", "spaceId": "spaceId"}
 
 
+@SQLITE
 def test_register_deliver_verify_and_unregister(clickup, connection, credentials, receiver):
     receiver.received.clear()
     url = f"{receiver.url}/backlog"
@@ -128,6 +132,7 @@ def test_register_deliver_verify_and_unregister(clickup, connection, credentials
     assert clickup.deliver("taskCreated", created["id"]) == []
 
 
+@SQLITE
 def test_registration_refusals_are_named(clickup, connection, credentials, receiver):
     params = {"connectionId": connection, "teamId": TEAM_ID, "spaceId": SPACE_ID}
     first = WEBHOOKS.register(credentials, f"{receiver.url}/space", ("taskUpdated",), params, "")

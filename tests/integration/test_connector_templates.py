@@ -29,6 +29,8 @@ from tests.integration.test_jira import _stand_in, cloud_settings, jira  # noqa:
 from tests.jira_server import JiraServer
 from tests.mail_servers import imap_server, smtp_server
 
+SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
+
 SYNC = "jira-to-clickup-sync"
 OVERDUE = "clickup-overdue-mail"
 DAY = timedelta(days=1)
@@ -72,7 +74,7 @@ def choose(api, workflow: dict[str, Any], choices: dict[str, dict[str, Any]]) ->
     assert saved.status_code == 200, saved.text
 
 
-def test_run(api, workflow: dict[str, Any]) -> dict[str, Any]:
+def run_of(api, workflow: dict[str, Any]) -> dict[str, Any]:
     """A test run with the workflow's test input (the template's sample input), once it has ended."""
     started = api.client.post(f"{api.base()}/workflows/{workflow['id']}/runs", json={"input": workflow["testInput"]},
                               headers=api.auth)
@@ -82,8 +84,6 @@ def test_run(api, workflow: dict[str, Any]) -> dict[str, Any]:
     assert answer.status_code == 200, answer.text
     return answer.json()
 
-
-test_run.__test__ = False  # a helper, not a test
 
 
 def steps(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -111,6 +111,7 @@ def ms(moment: datetime) -> int:
 # --- the templates as listed ------------------------------------------------------------------------
 
 
+@SQLITE
 def test_the_cards_say_which_connections_the_templates_need(api):
     listed = {t["id"]: t for t in api.client.get(f"{api.base()}/templates", headers=api.auth).json()}
     sync, overdue = listed[SYNC], listed[OVERDUE]
@@ -124,21 +125,23 @@ def test_the_cards_say_which_connections_the_templates_need(api):
     assert "jira-to-clickup" not in listed  # the CSV stand-in it replaces is gone
 
 
+@SQLITE
 def test_a_run_before_the_connections_are_chosen_fails_at_once_naming_them(api, jira, clickup):
-    sync = test_run(api, create(api, SYNC))
+    sync = run_of(api, create(api, SYNC))
     assert sync["status"] == "failed" and sync["steps"] == [], sync
     assert sync["error"] == (
         "this workflow cannot run here: it needs a Jira connection for node 'issues' (New Jira issues) — none "
         "chosen: add a Jira connection on the Connections page and choose it in the node (connectionId); it needs "
         "a ClickUp connection for node 'find' (Already in ClickUp?), node 'create' (Create the ClickUp task) — none "
         "chosen: add a ClickUp connection on the Connections page and choose it in the node (connectionId)")
-    overdue = test_run(api, create(api, OVERDUE))
+    overdue = run_of(api, create(api, OVERDUE))
     assert overdue["status"] == "failed" and overdue["steps"] == [], overdue
     assert "it needs a ClickUp connection for node 'overdue' (Overdue tasks) — none chosen" in overdue["error"]
     assert "it needs a mail connection for node 'send' (Mail the list) — none chosen" in overdue["error"]
     assert jira.calls() == 0 and clickup.calls("GET") == [] and clickup.calls("POST") == []
 
 
+@SQLITE
 def test_connections_chosen_but_no_list_the_search_step_says_so_and_nothing_is_created(api, jira, clickup,
                                                                                          connections):
     jira.add_issue("OPS", "Renew TLS certificates")
@@ -146,7 +149,7 @@ def test_connections_chosen_but_no_list_the_search_step_says_so_and_nothing_is_c
     choose(api, workflow, {"issues": {"connectionId": connections["jira"]},
                            "find": {"connectionId": connections["clickup"]},
                            "create": {"connectionId": connections["clickup"]}})
-    run = test_run(api, workflow)
+    run = run_of(api, workflow)
     assert run["status"] == "failed", run
     assert "name the workspace (teamId) or the list (listId) to search in" in steps(run)["find"]["error"]
     assert "create" not in steps(run) and tasks_in(clickup, BACKLOG_ID) == {}
@@ -180,7 +183,7 @@ def test_new_jira_issues_become_clickup_tasks_once_each(api, jira, clickup, conn
     jira.add_issue("WEB", "New landing page")  # another project
     workflow = sync_workflow(api, connections)
 
-    first = test_run(api, workflow)
+    first = run_of(api, workflow)
     assert first["status"] == "completed", first
     made = tasks_in(clickup, BACKLOG_ID)
     assert sorted(made) == created_by(first) == ["[OPS-2] Renew TLS certificates",
@@ -199,7 +202,7 @@ def test_new_jira_issues_become_clickup_tasks_once_each(api, jira, clickup, conn
     # The team finishes one task in ClickUp (it is closed now); the next run still knows all three.
     clickup.tasks[made["[OPS-4] Document the on-call rota"]["id"]]["status"] = "complete"
     creations = len(clickup.calls("POST", f"/list/{BACKLOG_ID}/task"))
-    second = test_run(api, workflow)
+    second = run_of(api, workflow)
     assert second["status"] == "completed", second
     assert created_by(second) == [] and len(clickup.calls("POST", f"/list/{BACKLOG_ID}/task")) == creations
     assert sorted(tasks_in(clickup, BACKLOG_ID)) == sorted(made)
@@ -207,7 +210,7 @@ def test_new_jira_issues_become_clickup_tasks_once_each(api, jira, clickup, conn
 
     # A fourth new issue: the third run creates exactly its task.
     jira.add_issue("OPS", "Rotate the API keys")
-    third = test_run(api, workflow)
+    third = run_of(api, workflow)
     assert third["status"] == "completed", third
     assert created_by(third) == ["[OPS-5] Rotate the API keys"]
     after = tasks_in(clickup, BACKLOG_ID)
@@ -220,10 +223,11 @@ def test_new_jira_issues_become_clickup_tasks_once_each(api, jira, clickup, conn
     assert tags == ["jira-ops-2", "jira-ops-3", "jira-ops-4", "jira-ops-5"]
 
 
+@SQLITE
 def test_a_jql_jira_refuses_fails_the_run_in_jiras_words(api, jira, clickup, connections):
     workflow = sync_workflow(api, connections)
     choose(api, workflow, {"issues": {"jql": "project = NOPE AND created >= -1d ORDER BY created DESC"}})
-    run = test_run(api, workflow)
+    run = run_of(api, workflow)
     assert run["status"] == "failed", run
     assert "The value 'NOPE' does not exist for the field 'project'." in steps(run)["issues"]["error"]
     assert "find" not in steps(run) and tasks_in(clickup, BACKLOG_ID) == {}
@@ -239,6 +243,7 @@ def mailbox(api):
         yield smtp, connect(api, "imap", "Team mailbox", imap.settings(smtp))
 
 
+@SQLITE
 def test_the_overdue_open_tasks_are_mailed_once_a_day(api, clickup, connections, mailbox):
     smtp, mail_connection = mailbox
     now = datetime.now(UTC)
@@ -252,7 +257,7 @@ def test_the_overdue_open_tasks_are_mailed_once_a_day(api, clickup, connections,
     choose(api, workflow, {"overdue": {"connectionId": connections["clickup"], "teamId": TEAM_ID},
                            "send": {"connectionId": mail_connection, "to": ["anna.meier@acme.example"]}})
 
-    run = test_run(api, workflow)
+    run = run_of(api, workflow)
     assert run["status"] == "completed", run
     assert [s["nodeId"] for s in run["steps"]] == ["start", "overdue", "list", "send"]
     (mail,) = smtp.received
@@ -273,7 +278,7 @@ def test_the_overdue_open_tasks_are_mailed_once_a_day(api, clickup, connections,
     # Both done: the next morning's mail says there is nothing overdue.
     for task_id in (renew, login):
         clickup.tasks[task_id]["status"] = "complete"
-    again = test_run(api, workflow)
+    again = run_of(api, workflow)
     assert again["status"] == "completed", again
     assert len(smtp.received) == 2
     assert smtp.received[1]["Subject"] == f"ClickUp: 0 overdue tasks on {today}"

@@ -36,6 +36,8 @@ from tests.integration.test_msft_oauth import browser as msft_browser
 from tests.jira_server import BERT, JiraServer, accept_consent, serve_jira
 from tests.mcp_test_servers import free_port, serve_in_thread
 
+SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
+
 API_URL = "http://testserver"
 UI_URL = "http://ui.test"
 CALLBACK = f"{API_URL}/api/connections/oauth/jira/callback"
@@ -150,6 +152,7 @@ def credentials(connection_id: str):
 # --- connections made with a token -------------------------------------------------------------------
 
 
+@SQLITE
 def test_a_cloud_token_connection_is_tested_stored_sealed_and_never_shown(api, jira, caplog):
     caplog.set_level(logging.DEBUG)
     made = create(api, cloud_settings(jira), "Acme Jira")
@@ -170,6 +173,7 @@ def test_a_cloud_token_connection_is_tested_stored_sealed_and_never_shown(api, j
     assert tested == {"ok": True, "message": "signed in to 127.0.0.1 as Anna Meier: 2 projects", "status": "active"}
 
 
+@SQLITE
 def test_a_data_center_connection_signs_in_with_its_personal_access_token(api, jira):
     made = create(api, {**dc_settings(jira), "email": "ignored@example.com"}, "On-prem Jira")
     assert made.status_code == 201, made.text
@@ -179,6 +183,7 @@ def test_a_data_center_connection_signs_in_with_its_personal_access_token(api, j
     assert not any(path.startswith("/rest/api/3") for _m, path, _s in jira.requests)
 
 
+@SQLITE
 def test_bad_settings_and_refused_tokens_store_nothing_and_name_what_is_wrong(api, jira):
     refused = create(api, cloud_settings(jira, apiToken="not-the-token"))
     assert refused.status_code == 422
@@ -269,6 +274,7 @@ def _row(connection_id: str) -> Connection:
         return session.get(Connection, connection_id)
 
 
+@SQLITE
 def test_a_declined_consent_connects_nothing(api, jira):
     admin = browser(signed_in("admin"))
     landed = admin.land(accept_consent(admin.start(), decision="deny"))
@@ -276,6 +282,7 @@ def test_a_declined_consent_connects_nothing(api, jira):
     assert api.client.get(URL, headers=api.auth).json() == []
 
 
+@SQLITE
 def test_without_an_atlassian_app_only_the_token_way_is_offered(api, jira, monkeypatch):
     monkeypatch.delenv("POWERON_JIRA_CLIENT_SECRET")
     reset_settings_cache()
@@ -290,6 +297,7 @@ def test_without_an_atlassian_app_only_the_token_way_is_offered(api, jira, monke
 # --- the actions ---------------------------------------------------------------------------------------
 
 
+@SQLITE
 def test_connect_checks_the_connection_and_lists_projects(jira, cloud, datacenter):
     for connection_id, deployment in ((cloud, "cloud"), (datacenter, "datacenter")):
         found = ok("jira.connect", {"connectionId": connection_id})
@@ -297,6 +305,7 @@ def test_connect_checks_the_connection_and_lists_projects(jira, cloud, datacente
         assert [(p["key"], p["name"]) for p in found["projects"]] == [("OPS", "Operations"), ("WEB", "Website")]
 
 
+@SQLITE
 def test_create_read_update_move_and_comment_on_a_cloud_issue(jira, cloud):
     made = ok("jira.createIssue", {
         "connectionId": cloud, "projectKey": "OPS", "issueType": "Bug", "summary": "Printer on fire",
@@ -335,6 +344,7 @@ def test_create_read_update_move_and_comment_on_a_cloud_issue(jira, cloud):
     assert [(c["author"], c["text"]) for c in again["comments"]] == [("Anna Meier", "Fixed by IT.")]
 
 
+@SQLITE
 def test_data_center_gets_plain_text_and_users_by_name(jira, datacenter):
     made = ok("jira.createIssue", {"connectionId": datacenter, "projectKey": "WEB", "summary": "New landing page",
                                    "description": "Make it shine", "assignee": "bert"})
@@ -346,6 +356,7 @@ def test_data_center_gets_plain_text_and_users_by_name(jira, datacenter):
         ("Make it shine", "On it", "Bert Keller")
 
 
+@SQLITE
 def test_bad_input_names_what_is_wrong(jira, cloud):
     jira.add_issue("OPS", "Existing")
     unknown_project = failed("jira.createIssue", {"connectionId": cloud, "projectKey": "NOPE", "summary": "x"})
@@ -368,6 +379,7 @@ def test_bad_input_names_what_is_wrong(jira, cloud):
                                                          "summary": "x", "labels": ["two words"]})
 
 
+@SQLITE
 def test_invalid_jql_shows_jiras_own_text(jira, cloud, datacenter):
     for connection_id in (cloud, datacenter):
         said = failed("jira.searchIssues", {"connectionId": connection_id, "jql": "project OPS"})
@@ -380,6 +392,7 @@ def test_invalid_jql_shows_jiras_own_text(jira, cloud, datacenter):
         "jira.searchIssues", {"connectionId": cloud, "jql": "ORDER BY created"})
 
 
+@SQLITE
 def test_search_pages_by_next_page_token_on_cloud_and_start_at_on_data_center(jira, cloud, datacenter):
     keys = [jira.add_issue("OPS", f"Ticket {n}", labels=("batch",)) for n in range(7)]
     jira.add_issue("WEB", "Elsewhere", labels=("batch",))
@@ -413,6 +426,7 @@ def test_search_pages_by_next_page_token_on_cloud_and_start_at_on_data_center(ji
     assert "The provided next page token is invalid or expired." in expired
 
 
+@SQLITE
 def test_a_rate_limit_is_waited_out_as_retry_after_asks(jira, cloud, monkeypatch):
     jira.add_issue("OPS", "One")
     jira.fail_next(1, 429, "1")
@@ -427,6 +441,7 @@ def test_a_rate_limit_is_waited_out_as_retry_after_asks(jira, cloud, monkeypatch
     assert "POWERON_CONNECTOR_MAX_WAIT_SECONDS" in said
 
 
+@SQLITE
 def test_another_users_or_an_unknown_connection_is_not_found(api, jira, cloud):
     acme = make_mandate(api, "Acme", "acme-admin")
     theirs = connection(api, cloud_settings(jira), "Acme's Jira", headers=acme.admin)
@@ -449,6 +464,7 @@ def test_another_users_or_an_unknown_connection_is_not_found(api, jira, cloud):
 # --- export and import -----------------------------------------------------------------------------------
 
 
+@SQLITE
 def test_export_writes_every_page_as_csv_or_json_with_the_chosen_fields(jira, cloud):
     for n in range(120):
         jira.add_issue("OPS", f"Ticket {n}", labels=("a", "b") if n == 0 else (), customfield_10016=n)
@@ -519,6 +535,7 @@ def test_import_dry_run_then_import_then_again_changes_nothing(jira, cloud):
     assert jira.issue("OPS-3").labels == ["billing", "ext-CRM-3", "triaged"]
 
 
+@SQLITE
 def test_an_import_with_bad_rows_imports_nothing_and_names_each_row(jira, cloud):
     bad = ("externalKey,summary,issueType,priority,labels,assignee,Velocity\r\n"
            "A-1,Fine row,Task,,,,\r\n"
@@ -548,6 +565,7 @@ def test_an_import_with_bad_rows_imports_nothing_and_names_each_row(jira, cloud)
     assert "file" in failed("jira.importTickets", {**params, "file": "/imports/missing.csv"})
 
 
+@SQLITE
 def test_a_json_file_imports_on_data_center_too(jira, datacenter):
     rows = [{"externalKey": "J-1", "summary": "From JSON", "labels": ["imported"], "description": "Plain"},
             {"externalKey": "J-2", "summary": "Second", "issueType": "Bug"}, "not an object"]
@@ -583,6 +601,7 @@ def receiver() -> Iterator[dict[str, Any]]:
         yield {"url": f"http://127.0.0.1:{port}/hook", "got": got}
 
 
+@SQLITE
 def test_webhooks_register_deliver_signed_events_verify_and_unregister(jira, cloud, receiver):
     support = connection_type("jira").webhooks
     assert support.events[0] == "jira:issue_created"
@@ -626,6 +645,7 @@ def test_webhooks_register_deliver_signed_events_verify_and_unregister(jira, clo
     assert jira.deliver("jira:issue_created", "OPS-1") == []
 
 
+@SQLITE
 def test_registering_a_webhook_needs_a_jira_administrator(jira, cloud, receiver):
     support = connection_type("jira").webhooks
     jira.admin = False

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.integration.test_agent import call, of, request_toolbox_enum, stream, tool_names, tool_results
 from tests.integration.test_jira import _stand_in, cloud, jira  # noqa: F401 - fixtures
+
+SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
 
 JIRA_TOOLS = {"jira_connect", "jira_searchIssues", "jira_getIssue", "jira_createIssue", "jira_updateIssue",
               "jira_transitionIssue", "jira_addComment", "jira_exportTickets", "jira_importTickets"}
 
 
+@SQLITE
 def test_without_a_jira_connection_the_toolbox_is_not_offered(api, ai_server, jira):
     ai_server.reply("I can help with files, the web and AI tasks.")
     stream(api, "What can you do?")
@@ -50,6 +55,7 @@ def test_the_agent_requests_jira_searches_by_jql_and_answers_from_the_issues(api
     assert searched, jira.requests  # the real search endpoint was called
 
 
+@SQLITE
 def test_a_jql_jira_refuses_reaches_the_model_as_jiras_own_text(api, ai_server, jira, cloud):
     ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "jira", "reason": "search"}, "k1")])
     ai_server.reply(None, tool_calls=[call("jira_searchIssues", {"connectionId": cloud,

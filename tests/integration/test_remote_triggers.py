@@ -26,6 +26,8 @@ from tests.integration.conftest import ADMIN_PASSWORD
 from tests.jira_server import JiraServer, serve_jira
 from tests.mcp_test_servers import free_port, serve_in_thread
 
+SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
+
 WAIT = 30.0
 
 
@@ -177,6 +179,7 @@ def test_a_published_clickup_trigger_registers_its_webhook_and_a_signed_delivery
     assert gone.status_code == 404
 
 
+@SQLITE
 def test_a_refused_registration_refuses_the_publication_and_names_the_node(served, clickup):
     connection = clickup_connection(served, clickup)
     unknown_team = create_workflow(served, "Unknown workspace", graph("trigger.clickup", {
@@ -198,6 +201,7 @@ def test_a_refused_registration_refuses_the_publication_and_names_the_node(serve
     assert clickup.webhooks == {}
 
 
+@SQLITE
 def test_deleting_a_published_workflow_removes_its_webhook(served, clickup):
     connection = clickup_connection(served, clickup)
     workflow_id = create_workflow(served, "To delete", graph("trigger.clickup", {
@@ -271,6 +275,7 @@ def test_a_jira_webhook_starts_a_published_workflow_for_new_issues_of_its_filter
     assert jira.webhooks == {} and registrations(workflow_id) == []
 
 
+@SQLITE
 def test_a_jira_user_who_is_no_administrator_cannot_publish_a_jira_trigger(served, jira):
     connection = jira_connection(served, jira)
     jira.admin = False
@@ -282,6 +287,7 @@ def test_a_jira_user_who_is_no_administrator_cannot_publish_a_jira_trigger(serve
     assert jira.webhooks == {} and registrations(workflow_id) == []
 
 
+@SQLITE
 def test_a_trigger_filter_jira_refuses_refuses_the_publication_in_jiras_words(served, jira):
     connection = jira_connection(served, jira)
     workflow_id = create_workflow(served, "Unknown project", graph("trigger.jira", {
