@@ -34,6 +34,7 @@ from tests.clickup_server import (
     accept_consent,
     serve,
 )
+from tests.integration.action_calls import failed, ok, run
 from tests.integration.test_admin_api import make_mandate, signed_in
 from tests.integration.test_msft_oauth import Browser, browser
 
@@ -89,25 +90,10 @@ def connection(clickup: ClickUpServer, api) -> str:
     return created.json()["id"]
 
 
-def run(action_id: str, params: dict, username: str = "admin"):
-    """`action_id` through execute_action as `username` in the first Workspace instance (own transaction)."""
-    with session_scope() as session:
-        user = session.exec(select(User).where(User.username == username)).one()
-        instance = session.exec(select(FeatureInstance).where(FeatureInstance.feature_code == "workspace")
-                                .order_by(FeatureInstance.sys_created_at)).first()
-        return execute_action(action_id, params, ActionContext(session, user, instance.mandate_id, instance.id))
 
 
-def ok(action_id: str, params: dict) -> dict:
-    result = run(action_id, params)
-    assert result.ok, result.error
-    return result.output
 
 
-def failed(action_id: str, params: dict) -> str:
-    result = run(action_id, params)
-    assert not result.ok, result.output
-    return result.error
 
 
 def start(admin: Browser, **body) -> str:

@@ -22,14 +22,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from backend.actions import ActionContext
-from backend.actions.executor import execute_action
 from backend.config import reset_settings_cache
 from backend.connectors.store import credentials_of, unseal_secret
 from backend.connectors.types import ConnectionFailed, connection_type
 from backend.db import session_scope
 from backend.db.models import Connection, FeatureInstance, User
 from backend.files import service as files
+from tests.integration.action_calls import failed, ok, run
 from tests.integration.test_admin_api import make_mandate, signed_in
 from tests.integration.test_msft_oauth import Browser
 from tests.integration.test_msft_oauth import browser as msft_browser
@@ -104,27 +103,10 @@ def datacenter(api, jira) -> str:
     return connection(api, dc_settings(jira), "Jira DC")
 
 
-def run(action_id: str, params: dict, username: str = "admin", instance_id: str | None = None):
-    """`action_id` through execute_action as `username` in a Workspace (default: the first one; own
-    transaction)."""
-    with session_scope() as session:
-        user = session.exec(select(User).where(User.username == username)).one()
-        instance = session.get(FeatureInstance, instance_id) if instance_id else session.exec(
-            select(FeatureInstance).where(FeatureInstance.feature_code == "workspace")
-            .order_by(FeatureInstance.sys_created_at)).first()
-        return execute_action(action_id, params, ActionContext(session, user, instance.mandate_id, instance.id))
 
 
-def ok(action_id: str, params: dict) -> dict[str, Any]:
-    result = run(action_id, params)
-    assert result.ok, result.error
-    return result.output
 
 
-def failed(action_id: str, params: dict) -> str:
-    result = run(action_id, params)
-    assert not result.ok, result.output
-    return result.error
 
 
 def _workspace_scope(session):
