@@ -290,7 +290,7 @@ class EditorState(EditorRunsMixin, EditorVersionsMixin, EditorChatMixin, EditorF
 
     @in_catalogue
     def _show_selected(self) -> None:
-        node = graph_edit.nodes_by_id(self._shown_graph()).get(self.selected_node) if self.selected_node else None
+        node = self._shown_node()
         self._node_extras(node)
         if node is None:
             self.node_label = self.node_type_id = self.node_type_label = ""

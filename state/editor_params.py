@@ -42,6 +42,7 @@ from backend.features.graphical_editor.interface import GraphicalEditorInterface
 from backend.rbac.access import AccessContext
 from backend.triggers import secrets as webhook_secrets
 from backend.triggers.webhook_help import WebhookHelp
+from backend.workflows import graph_edit
 from backend.workflows.assignees import AssigneeChoices
 from backend.workflows.expression_syntax import looks_templated
 from backend.workflows.node_types import NodeType, node_type
@@ -184,6 +185,10 @@ class EditorParamsMixin(rx.State, mixin=True):
         return list(STANDARD_HEADERS)
 
     # --- deriving (called by EditorState) -------------------------------------------------------
+
+    def _shown_node(self) -> dict[str, Any] | None:
+        """The selected node of the graph on the canvas (None: nothing selected)."""
+        return graph_edit.nodes_by_id(self._shown_graph()).get(self.selected_node) if self.selected_node else None
 
     def _node_extras(self, node: dict[str, Any] | None) -> None:
         """Derive what the panel shows beyond the fields for `node` (None: nothing selected)."""
@@ -351,9 +356,7 @@ class EditorParamsMixin(rx.State, mixin=True):
     @requires_door(InstanceActions.run)
     def load_choices(self, name: str):
         """List the choices of field `name` through its connector (as the user, in this instance)."""
-        from backend.workflows import graph_edit
-
-        node = graph_edit.nodes_by_id(self._shown_graph()).get(self.selected_node) if self.selected_node else None
+        node = self._shown_node()
         known = node_type(node.get("type")) if node else None
         if known is None or name not in self.choice_fields:
             return

@@ -17,7 +17,6 @@ REST calls used here, and hides the paging, throttling and token refresh this mo
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Iterator
@@ -28,21 +27,15 @@ from urllib.parse import urlsplit
 import httpx
 
 from backend.config import Settings, get_settings
-from backend.connectors.rest import retry_after
+from backend.connectors.rest import retry_after, shared_http, wait_seconds
 from backend.connectors.types import ConnectionFailed
 
 log = logging.getLogger(__name__)
 
 RETRYABLE = (429, 503, 504)
-BACKOFF_MAX_SECONDS = 30.0
 NOT_FOUND_CODES = frozenset({"itemNotFound", "ErrorItemNotFound", "ResourceNotFound", "ErrorInvalidIdMalformed",
                              "Request_ResourceNotFound"})
 MESSAGE_MAX = 300
-
-
-@functools.lru_cache(maxsize=4)
-def _shared_http(timeout: float) -> httpx.Client:
-    return httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False)
 
 
 class TokenSource(Protocol):
@@ -93,8 +86,7 @@ def _error_body(response: httpx.Response) -> tuple[str, str]:
 
 def _retry_after(response: httpx.Response, retries: int) -> float:
     """Seconds Graph asks to wait (Retry-After: seconds or an HTTP date), else an exponential backoff."""
-    asked = retry_after(response)
-    return min(BACKOFF_MAX_SECONDS, 2.0 ** retries) if asked is None else asked
+    return wait_seconds(retry_after(response), retries)
 
 
 def _read(response: httpx.Response) -> None:
@@ -125,7 +117,7 @@ class GraphClient:
         self._own = transport is not None
         timeout = self.settings.graph_timeout_seconds
         self.http = httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, transport=transport) \
-            if self._own else _shared_http(timeout)
+            if self._own else shared_http(timeout)
 
     def close(self) -> None:
         """Close the HTTP client when it is this object's own (the shared one stays open)."""

@@ -47,7 +47,8 @@ class ApiError(ConnectionFailed):
 
 
 @functools.lru_cache(maxsize=4)
-def _shared_http(timeout: float) -> httpx.Client:
+def shared_http(timeout: float) -> httpx.Client:
+    """One pooled, thread-safe httpx client per process and timeout (connections to a service reused)."""
     return httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False)
 
 
@@ -66,6 +67,11 @@ def retry_after(response: httpx.Response) -> float | None:
         return max(0.0, parsed.timestamp() - time.time())
 
 
+def wait_seconds(asked: float | None, retries: int) -> float:
+    """How long to wait before retry number `retries + 1`: what the service asked, else an exponential backoff."""
+    return min(BACKOFF_MAX_SECONDS, 2.0 ** retries) if asked is None else asked
+
+
 def short(text: str) -> str:
     """One line of at most MESSAGE_MAX characters."""
     text = " ".join(str(text).split())
@@ -78,13 +84,14 @@ class RestClient:
     Args:
         service: The service as messages name it ("ClickUp", "Jira").
         base_url: Every relative path is appended to it.
-        auth: Returns the headers that sign a request; called with True after a 401 (renew once).
+        auth: The headers that sign every request (a token that cannot be renewed: a 401 is final), or
+            a callable returning them, called with True after a 401 to renew them once (OAuth).
         error_text: The service's error message of a failed answer (None: the HTTP reason).
         wait_hint: Seconds a 429 asks to wait (None: Retry-After, else an exponential backoff).
         transport: An httpx transport (None: the network, through one pooled client per process).
     """
 
-    def __init__(self, service: str, base_url: str, auth: Callable[[bool], Mapping[str, str]],
+    def __init__(self, service: str, base_url: str, auth: Mapping[str, str] | Callable[[bool], Mapping[str, str]],
                  error_text: Callable[[httpx.Response], str] | None = None,
                  wait_hint: Callable[[httpx.Response], float | None] | None = None,
                  transport: httpx.BaseTransport | None = None):
@@ -98,7 +105,7 @@ class RestClient:
         self.timeout = settings.connector_timeout_seconds
         self._own = transport is not None
         self.http = httpx.Client(timeout=httpx.Timeout(self.timeout), follow_redirects=False, transport=transport) \
-            if self._own else _shared_http(self.timeout)
+            if self._own else shared_http(self.timeout)
 
     def close(self) -> None:
         if self._own:
@@ -133,7 +140,8 @@ class RestClient:
         url = self.url(path)
         renewed, retries, waited = False, 0, 0.0
         while True:
-            sent = {"Accept": "application/json", **(headers or {}), **self.auth(renewed)}
+            signed = self.auth(renewed) if callable(self.auth) else self.auth
+            sent = {"Accept": "application/json", **(headers or {}), **signed}
             try:
                 response = self.http.request(method, url, params=params, json=json, content=content, files=files,
                                              headers=sent)
@@ -143,12 +151,11 @@ class RestClient:
             except httpx.HTTPError as exc:
                 raise ConnectionFailed(f"cannot reach {self.service} while {what}: {type(exc).__name__}") from None
             status = response.status_code
-            if status == 401 and not renewed:
+            if status == 401 and not renewed and callable(self.auth):
                 renewed = True
                 continue
             if status in RETRYABLE:
-                hint = self.wait_hint(response)
-                delay = min(BACKOFF_MAX_SECONDS, 2.0 ** retries) if hint is None else hint
+                delay = wait_seconds(self.wait_hint(response), retries)
                 if waited + delay > self.max_wait:
                     raise ApiError(f"{self.service} is rate-limiting these requests (HTTP {status}) while {what}; "
                                    f"it asked to wait {delay:.0f} s more than the {self.max_wait:g} s allowed "

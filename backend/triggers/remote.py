@@ -156,7 +156,7 @@ def _register(session: Session, user: User, workflow: Workflow, node: dict[str, 
 
 def _unregister(session: Session, row: RemoteWebhook) -> None:
     """Remove a registration at the outside system (best effort) and here."""
-    kind = next((k for k in connection_types() if k.id == row.type and k.webhooks is not None), None)
+    kind = remote_kinds().get(PREFIX + row.type)
     connection = session.get(Connection, row.connection_id)
     if kind is not None and connection is not None:
         try:
@@ -175,10 +175,11 @@ def sync(session: Session, workflow: Workflow, user: User | None, version: Any) 
             (every registration made in this call is removed again).
     """
     wanted = _wanted(workflow, version)
+    wanted_keys = {(node_id, fingerprint) for node_id, (_node, fingerprint) in wanted.items()}
     existing = list(session.exec(select(RemoteWebhook).where(RemoteWebhook.workflow_id == workflow.id)).all())
-    kept = {(row.node_id, row.fingerprint) for row in existing}
+    kept = {(row.node_id, row.fingerprint) for row in existing} & wanted_keys
     for row in existing:
-        if (row.node_id, row.fingerprint) not in {(node_id, fp) for node_id, (_n, fp) in wanted.items()}:
+        if (row.node_id, row.fingerprint) not in kept:
             _unregister(session, row)
     added: list[RemoteWebhook] = []
     try:
@@ -193,12 +194,6 @@ def sync(session: Session, workflow: Workflow, user: User | None, version: Any) 
             _unregister(session, row)
         raise
     session.flush()
-
-
-def registrations(session: Session, workflow_id: str) -> list[RemoteWebhook]:
-    """The workflow's registrations (for the editor: which node listens where)."""
-    return list(session.exec(select(RemoteWebhook).where(RemoteWebhook.workflow_id == workflow_id)
-                             .order_by(RemoteWebhook.node_id)).all())
 
 
 # --- deliveries -------------------------------------------------------------------------------------

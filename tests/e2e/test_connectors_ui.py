@@ -19,6 +19,7 @@ from tests.e2e.conftest import RunningApp
 from tests.e2e.test_connections_ui import open_connections, row, tag  # noqa: F401 - tag is a fixture
 from tests.e2e.test_editor_params_ui import workflow_url
 from tests.e2e.test_editor_ui import api, new_workflow, open_editor, saved, select
+from tests.e2e.test_workspace_mail_agent_ui import ask_in_new_chat
 from tests.e2e.test_workspace_ui import call
 
 pytestmark = pytest.mark.e2e
@@ -79,13 +80,7 @@ def test_jira_by_token_clickup_by_consent_and_the_agent_searches_jira(page: Page
     ai.reply(None, tool_calls=[call("jira_searchIssues", {"connectionId": jira_id, "jql": "project = OPS"}, "j2")])
     answer = f"One OPS ticket is open: the printer {tag} on floor 3 is jammed."
     ai.reply(answer)
-    page.locator("#nav-workspace").click()
-    expect(page).to_have_url(re.compile(r"/workspace$"), timeout=30_000)
-    page.locator("#chat-new").click()
-    box = page.locator("#chat-input")
-    expect(box).to_be_enabled()
-    box.fill(f"Which OPS tickets are open? ({tag})")
-    box.press("Enter")
+    ask_in_new_chat(page, f"Which OPS tickets are open? ({tag})")
     expect(page.locator(".assistant-message").last).to_have_text(answer)
     expect(page.locator(".escalation-card").last).to_contain_text("look up tickets")
     tool = page.locator(".tool-card", has_text="jira_searchIssues")

@@ -50,6 +50,17 @@ def connect_microsoft_365(page: Page, label: str) -> str:
     return parse_qs(urlsplit(page.url).query)["connected"][0]
 
 
+def ask_in_new_chat(page: Page, prompt: str) -> None:
+    """From any page of the shell: the Workspace, a new chat, `prompt` sent."""
+    page.locator("#nav-workspace").click()
+    expect(page).to_have_url(re.compile(r"/workspace$"), timeout=30_000)
+    page.locator("#chat-new").click()
+    box = page.locator("#chat-input")
+    expect(box).to_be_enabled()
+    box.fill(prompt)
+    box.press("Enter")
+
+
 def test_the_agent_requests_email_reads_the_inbox_and_answers_with_the_mail(page: Page, running_app: RunningApp,
                                                                              tag: str):
     graph, ai = running_app.graph, running_app.ai
@@ -65,13 +76,7 @@ def test_the_agent_requests_email_reads_the_inbox_and_answers_with_the_mail(page
     answer = f"Carla Client wrote: “{subject}”. The contract follows next week."
     ai.reply(answer)
 
-    page.locator("#nav-workspace").click()
-    expect(page).to_have_url(re.compile(r"/workspace$"), timeout=30_000)
-    page.locator("#chat-new").click()
-    box = page.locator("#chat-input")
-    expect(box).to_be_enabled()
-    box.fill(f"Did Carla answer about the offer? ({tag})")
-    box.press("Enter")
+    ask_in_new_chat(page, f"Did Carla answer about the offer? ({tag})")
 
     expect(page.locator(".assistant-message").last).to_have_text(answer)
     escalation = page.locator(".escalation-card").last

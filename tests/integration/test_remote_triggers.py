@@ -9,8 +9,7 @@ The API is served by uvicorn on a free port (the stand-ins post to it); the stan
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
@@ -23,6 +22,7 @@ from backend.db import session_scope
 from backend.db.models import RemoteWebhook
 from tests.clickup_server import BACKLOG_ID, TEAM_ID, ClickUpServer, serve
 from tests.integration.conftest import ADMIN_PASSWORD
+from tests.integration.test_scheduler import wait_for
 from tests.jira_server import JiraServer, serve_jira
 from tests.mcp_test_servers import free_port, serve_in_thread
 
@@ -121,14 +121,10 @@ def runs(served: Served, workflow_id: str) -> list[dict]:
     return answer.json()
 
 
-def wait_for(check: Callable[[], object], what: str) -> object:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+def finished_runs(served: Served, workflow_id: str) -> list[dict]:
+    """The workflow's runs once one has finished (polled)."""
+    return wait_for(lambda: [r for r in runs(served, workflow_id) if r["status"] not in ("queued", "running")],
+                    timeout=WAIT, what="the run to finish")
 
 
 def registrations(workflow_id: str) -> list[RemoteWebhook]:
@@ -155,8 +151,7 @@ def test_a_published_clickup_trigger_registers_its_webhook_and_a_signed_delivery
     assert runs(served, workflow_id) == []
     switch(served, workflow_id, True)
     assert clickup.deliver("taskCreated", task_id) == [202]
-    [run] = wait_for(lambda: [r for r in runs(served, workflow_id) if r["status"] not in ("queued", "running")],
-                     "the run")
+    [run] = finished_runs(served, workflow_id)
     assert run["status"] == "completed", run
     assert run["trigger"] == "webhook"
     assert run["input"]["event"] == "taskCreated"
@@ -242,8 +237,7 @@ def test_a_jira_webhook_starts_a_published_workflow_for_new_issues_of_its_filter
     key = created.json()["key"]
     [delivery] = jira.wait_for_deliveries(1)
     assert delivery["status"] == 202
-    [run] = wait_for(lambda: [r for r in runs(served, workflow_id) if r["status"] not in ("queued", "running")],
-                     "the run")
+    [run] = finished_runs(served, workflow_id)
     assert run["status"] == "completed", run
     assert run["input"]["event"] == "jira:issue_created"
     assert run["input"]["payload"]["issue"]["key"] == key

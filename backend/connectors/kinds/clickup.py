@@ -197,8 +197,8 @@ class ClickUp:
     def __init__(self, authorization: str, transport: httpx.BaseTransport | None = None):
         self._code: str | None = None
         self._said: str = ""
-        # ClickUp's tokens do not expire: a refused one is not renewed (the header stays the same).
-        self.rest = RestClient(SERVICE, get_settings().clickup_api_url, lambda _renew: {"Authorization": authorization},
+        # ClickUp's tokens do not expire: fixed headers, so a 401 is final (not sent again).
+        self.rest = RestClient(SERVICE, get_settings().clickup_api_url, {"Authorization": authorization},
                                error_text=self._error_text, wait_hint=reset_wait, transport=transport)
 
     def close(self) -> None:

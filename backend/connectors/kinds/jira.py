@@ -146,7 +146,7 @@ def client_config() -> OAuthClientConfig:
 
 def _gateway(access_token: str) -> RestClient:
     return RestClient("Atlassian", get_settings().atlassian_api_url,
-                      lambda _renew: {"Authorization": f"Bearer {access_token}"}, error_text=error_text)
+                      {"Authorization": f"Bearer {access_token}"}, error_text=error_text)
 
 
 def _jira_site(resources: Any) -> dict[str, Any]:
@@ -226,7 +226,7 @@ class JiraClient:
             root = f"{get_settings().atlassian_api_url}/ex/jira/{cloud_id}"
             self._tokens = OAuthTokens(credentials, PROVIDER, mark_expired=mark_expired)
             self._last: str | None = None
-            auth: Callable[[bool], Mapping[str, str]] = self._bearer
+            auth: Mapping[str, str] | Callable[[bool], Mapping[str, str]] = self._bearer
         else:
             root = self.site_url
             auth = _token_auth(credentials)
@@ -411,14 +411,14 @@ class JiraClient:
                 raise
 
 
-def _token_auth(credentials: Credentials) -> Callable[[bool], Mapping[str, str]]:
+def _token_auth(credentials: Credentials) -> Mapping[str, str]:
     token = str(credentials.secret.get("apiToken") or "")
     if is_cloud(credentials):
         pair = f"{credentials.settings.get('email') or ''}:{token}".encode()
         header = "Basic " + base64.b64encode(pair).decode()
     else:
         header = f"Bearer {token}"
-    return lambda _renew: {"Authorization": header}
+    return {"Authorization": header}
 
 
 def _start_at(token: str | None) -> int:
