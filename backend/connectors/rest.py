@@ -174,7 +174,7 @@ class RestClient:
         detail = short(self.error_text(response)) if self.error_text else ""
         detail = detail or (response.reason_phrase or "").strip()
         status = response.status_code
-        hint = {401: " (the credentials were refused: check the token, or connect again)",
+        hint = {401: " (the credentials were refused: check or reconnect the connection)",
                 403: " (the connection's account may not do this)", 404: " (not found)"}.get(status, "")
         return ApiError(f"{self.service} answered {status} while {what}: {detail}{hint}", status,
                         expired=status == 401)
