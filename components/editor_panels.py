@@ -88,6 +88,7 @@ def _trace_row(state, row) -> rx.Component:
                                       _data_block("Output", row["output"], "trace-output"),
                                       width="100%", spacing="2")),
                 collapsible=True, type="single", variant="ghost", width="100%",
+                key=row["key"],  # a new run's step opens closed, whatever was open in the last run
             ),
         ),
         on_click=state.show_step(row["node_id"]),

@@ -214,7 +214,9 @@ def test_test_run_right_after_publish_runs_the_graph_on_the_canvas(page: Page, r
     set_field(page, "code", DOUBLE.replace("2 *", "3 *"))
     expect(saved(page)).to_have_attribute("data-state", "saved")
     page.locator("#tab-trace").click()
+    first_run = page.locator("#run-summary").inner_text()
     page.locator("#test-run").click()
+    expect(page.locator("#run-summary")).not_to_have_text(first_run)  # the new run, not the last one's summary
     expect(page.locator("#run-summary")).to_contain_text("completed")
     page.locator(".trace-row").nth(1).get_by_text("Input and output").click()
     expect(page.locator(".trace-row").nth(1).locator(".trace-output")).to_contain_text('"doubled": 12')
