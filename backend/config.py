@@ -143,6 +143,8 @@ class Settings:
             (POWERON_CONNECTOR_TIMEOUT_SECONDS).
         connector_max_wait_seconds: Longest total wait for one request that ClickUp or Jira rate-limits
             (429) before it fails naming the limit (POWERON_CONNECTOR_MAX_WAIT_SECONDS).
+        agent_approval_hours: How long an agent's request for approval of a tool call waits in the
+            Inbox before it expires and the agent is told (POWERON_AGENT_APPROVAL_HOURS, default 72).
         role: What this process does (POWERON_ROLE): `all` (API, UI, scheduler, timers and run
             execution; the default and the only role SQLite allows), `api` (accepts and enqueues,
             executes nothing) or `worker` (executes runs from the shared queue, serves nothing).
@@ -218,6 +220,7 @@ class Settings:
     atlassian_api_url: str = "https://api.atlassian.com"
     connector_timeout_seconds: float = 30.0
     connector_max_wait_seconds: float = 60.0
+    agent_approval_hours: float = 72.0
     role: str = "all"
     worker_heartbeat_seconds: float = 5.0
     worker_timeout_seconds: float = 30.0
@@ -525,6 +528,7 @@ def get_settings() -> Settings:
         atlassian_api_url=_url("POWERON_ATLASSIAN_API_URL", "https://api.atlassian.com"),
         connector_timeout_seconds=_seconds("POWERON_CONNECTOR_TIMEOUT_SECONDS", 30.0),
         connector_max_wait_seconds=_seconds("POWERON_CONNECTOR_MAX_WAIT_SECONDS", 60.0, zero_ok=True),
+        agent_approval_hours=_seconds("POWERON_AGENT_APPROVAL_HOURS", 72.0),
         role=_role(db_url),
         worker_heartbeat_seconds=_seconds("POWERON_WORKER_HEARTBEAT_SECONDS", 5.0),
         worker_timeout_seconds=_seconds("POWERON_WORKER_TIMEOUT_SECONDS", 30.0),

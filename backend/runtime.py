@@ -25,6 +25,7 @@ def start_background_services() -> None:
     """Prepare the database and start the background services of this process's role (once per
     start): POWERON_ROLE `all` starts everything, `api` all but run execution, `worker` only run
     execution (and the notifier of the runs it executes)."""
+    from backend.agent.approvals import resume_decided
     from backend.bootstrap import prepare
     from backend.config import get_settings
     from backend.engine import queue as run_queue
@@ -55,6 +56,9 @@ def start_background_services() -> None:
         # POWERON_TIMER_INTERVAL_SECONDS in the process that leads the scheduler
         # (backend/engine/timers.py).
         start_timer_thread()
+        # Agent runs whose approval was decided (or expired) while no process acted on it go on
+        # (backend/agent/approvals.py).
+        resume_decided()
         # trigger.schedule jobs (APScheduler), led by one process per database through a lease;
         # its first sync comes POWERON_SCHEDULER_STARTUP_DELAY_SECONDS later (backend/scheduler/).
         start_scheduler()

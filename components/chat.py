@@ -183,6 +183,39 @@ def _subagent_card(message: ChatItem) -> rx.Component:
     )
 
 
+def _approval_card(message: ChatItem, on_decide) -> rx.Component:
+    """A tool call waiting for the user's approval: the tool, its arguments, the agent's reason;
+    Approve / Decline while pending (with `on_decide(run_id, approved)`), else its outcome."""
+    pending = message["status"] == "pending"
+    buttons = rx.fragment()
+    if on_decide is not None:
+        buttons = rx.cond(pending, rx.hstack(
+            rx.button(rx.icon("check", size=14), "Approve", size="1", class_name="approval-approve",
+                      on_click=on_decide(message["run_id"], True)),
+            rx.button(rx.icon("x", size=14), "Decline", size="1", variant="soft", color_scheme="gray",
+                      class_name="approval-decline", on_click=on_decide(message["run_id"], False)),
+            spacing="2"))
+    return rx.callout.root(
+        rx.callout.icon(rx.icon("shield-question", size=16)),
+        rx.vstack(
+            rx.hstack(rx.text(rx.cond(pending, "Waiting for your approval: ", "Approval: "), size="2"),
+                      rx.text.strong(message["name"], class_name="approval-tool", size="2"),
+                      rx.cond(pending, rx.fragment(),
+                              rx.badge(rx.cond(message["result"] != "", message["result"], message["status"]),
+                                       class_name="approval-outcome", variant="soft",
+                                       color_scheme=rx.cond(message["status"] == "approved", "green", "orange"))),
+                      spacing="1", align="center", wrap="wrap"),
+            rx.cond(message["text"] != "", rx.text(message["text"], size="2", font_style="italic",
+                                                   class_name="approval-reason")),
+            rx.cond(message["detail"] != "", _pre(message["detail"])),
+            buttons,
+            spacing="2", width="100%",
+        ),
+        class_name="approval-card", custom_attrs={"data-status": message["status"]},
+        color_scheme=rx.cond(pending, "amber", "gray"), size="1", width="100%",
+    )
+
+
 def _notice(message: ChatItem, icon: str, color: str, class_name: str) -> rx.Component:
     return rx.callout(message["text"], icon=icon, color_scheme=color, size="1", class_name=class_name,
                       width="100%")
@@ -201,7 +234,7 @@ def _error(message: ChatItem, on_retry) -> rx.Component:
     )
 
 
-def chat_item(message: ChatItem, on_retry=None) -> rx.Component:
+def chat_item(message: ChatItem, on_retry=None, on_decide=None) -> rx.Component:
     return rx.match(
         message["kind"],
         ("user", _user_message(message)),
@@ -210,6 +243,7 @@ def chat_item(message: ChatItem, on_retry=None) -> rx.Component:
         ("escalation", _escalation_card(message)),
         ("subagent", _subagent_card(message)),
         ("guard", _notice(message, "shield-alert", "amber", "guard-card")),
+        ("approval", _approval_card(message, on_decide)),
         ("usage", rx.text(message["text"], size="1", color_scheme="gray", class_name="usage-line")),
         ("error", _error(message, on_retry)),
         ("cancelled", _notice(message, "circle-stop", "gray", "chat-cancelled")),
@@ -218,14 +252,14 @@ def chat_item(message: ChatItem, on_retry=None) -> rx.Component:
 
 
 def chat_stream(messages, streaming, empty_text: str | rx.Var = "Ask the agent anything; its answer streams here.",
-                on_retry=None) -> rx.Component:
+                on_retry=None, on_decide=None) -> rx.Component:
     """The conversation: every item in order, a spinner while the answer streams; errors offer
-    `on_retry` (send the last prompt again) when given. `empty_text` (a text or a str var) stands
-    in for an empty conversation."""
+    `on_retry` (send the last prompt again) when given, approval cards `on_decide(run_id,
+    approved)`. `empty_text` (a text or a str var) stands in for an empty conversation."""
     return rx.vstack(
         rx.cond(
             messages.length() > 0,
-            rx.foreach(messages, lambda message: chat_item(message, on_retry)),
+            rx.foreach(messages, lambda message: chat_item(message, on_retry, on_decide)),
             rx.text(empty_text, color_scheme="gray", id="chat-empty"),
         ),
         rx.cond(streaming, rx.hstack(rx.spinner(size="2"), rx.text("working…", size="2", color_scheme="gray"),

@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 
 import reflex as rx
 
+from backend import auth
+from backend.agent import approvals
 from backend.agent import service as agent_service
 from backend.agent.runner import AgentEvent
 from backend.agent.service import AgentChats, AgentRequest
+from backend.db import session_scope
 from backend.errors import DomainError
 from backend.rbac.access import AccessContext
 from backend.statemachines import ConcurrentTransition, IllegalTransition
@@ -73,6 +76,15 @@ def _pump(events: Iterator[AgentEvent], stream: _Stream) -> None:
         stream.put(None)
 
 
+def _decide(token: str, instance_id: str, run_id: str, approved: bool) -> str:
+    """Decide the approval run `run_id` waits for, as the token's user (the door checks)."""
+    with session_scope() as session:
+        user = auth.user_for_token(session, token)
+        if user is None:
+            raise NotSignedIn()
+        return AgentChats.of(AccessContext(session, user), instance_id).decide_approval(run_id, approved)
+
+
 def chat_title_of(prompt: str) -> str:
     """The title a new chat gets from its first prompt (as agent_service.prepare_run names it)."""
     lines = prompt.strip().splitlines()
@@ -111,6 +123,7 @@ class AgentChatMixin(rx.State, mixin=True):
     stream_key: str = ""
     agent_run_id: str = ""  # the agent run streaming now (not a workflow run)
     _pending_prompt: str = ""
+    _pending_decision: dict = {}  # {"run_id", "approved"}: the stream goes on with a decided approval
 
     # --- hooks ----------------------------------------------------------------------------------
 
@@ -186,15 +199,39 @@ class AgentChatMixin(rx.State, mixin=True):
             return None
         return type(self).send({"prompt": last})
 
+    @rx.event
+    @requires_door(AgentChats.decide_approval)
+    def decide(self, run_id: str, approved: bool):
+        """An approval card's Approve / Decline: decide it and stream the run as it goes on."""
+        if self.streaming:
+            self.error = STREAMING
+            return None
+        self.error = self.notice = ""
+        self.streaming = True
+        self.stream_key = uuid.uuid4().hex
+        self.agent_run_id = run_id
+        self._pending_decision = {"run_id": run_id, "approved": bool(approved)}
+        return type(self).stream_answer
+
+    def _events(self, token: str, prompt: str, chat_id: str, decision: dict) -> tuple[str, Iterator[AgentEvent]]:
+        """(the chat's id, the events to stream): a new run on `prompt`, or the run `decision` decides."""
+        if decision:
+            run_id = _decide(token, self.instance_id, decision["run_id"], decision["approved"])
+            return chat_id, approvals.resume_stream(run_id)
+        request = self._agent_request(token, prompt, chat_id)
+        return request.chat_id, agent_service.stream_run(request)
+
     @rx.event(background=True)
     @requires_door(AgentChats.prepare_run)
     async def stream_answer(self):
-        """Run the agent on the pending prompt and stream its events into the chat."""
+        """Run the agent on the pending prompt (or go on after a decided approval) and stream its
+        events into the chat."""
         async with self:
             key, token = self.stream_key, self.token
-            chat_id, prompt = self.chat_id, self._pending_prompt
+            chat_id, prompt, decision = self.chat_id, self._pending_prompt, dict(self._pending_decision)
+            self._pending_decision = {}
         try:
-            request = await asyncio.to_thread(self._agent_request, token, prompt, chat_id)
+            chat_id, events = await asyncio.to_thread(self._events, token, prompt, chat_id, decision)
         except (NotSignedIn, DomainError) as exc:
             async with self:
                 if self.stream_key == key:
@@ -208,11 +245,11 @@ class AgentChatMixin(rx.State, mixin=True):
             if self.stream_key != key:  # stopped before the run began
                 _STREAMS.pop(key, None)
                 return
-            self.chat_id = request.chat_id
+            self.chat_id = chat_id
             if not self.chat_title:
                 self.chat_title = chat_title_of(prompt)
             self._reload_chats()
-        threading.Thread(target=_pump, args=(agent_service.stream_run(request), stream),
+        threading.Thread(target=_pump, args=(events, stream),
                          name=f"agent-stream-{key[:8]}", daemon=True).start()
         try:
             while True:

@@ -17,9 +17,11 @@ ARGUMENTS_SHOWN = 2_000
 class ChatItem(TypedDict):
     """One entry of a chat.
 
-    kind: user, assistant, tool, escalation, subagent, guard, usage, error, cancelled.
-    text: the item's text; for a tool card, how long the call took ("42 ms").
-    status: running, ok or failed (tool, escalation and sub-agent cards), else "".
+    kind: user, assistant, tool, escalation, subagent, guard, approval, usage, error, cancelled.
+    text: the item's text; for a tool card, how long the call took ("42 ms"); for an approval
+        card, the agent's reason.
+    status: running, ok or failed (tool, escalation and sub-agent cards); pending, approved,
+        declined, cancelled or expired (approval cards); else "".
     """
 
     kind: str
@@ -111,6 +113,11 @@ def apply_event(items: list[ChatItem], kind: str, data: dict[str, Any]) -> list[
     elif kind == "guard":
         items.append(item("guard", str(data.get("message") or ""), name=str(data.get("kind") or "") + sub,
                           run_id=run_id))
+    elif kind == "approval.required":
+        items.append(_approval(str(data.get("reason") or ""), data.get("label"), data.get("name"),
+                               data.get("arguments"), str(data.get("callId") or ""), run_id))
+    elif kind == "approval.decided":
+        items = _decided(items, str(data.get("callId") or ""), str(data.get("outcome") or ""), data.get("by"))
     elif kind == "final":
         if not any(i["kind"] == "assistant" and i["run_id"] == run_id for i in items) and data.get("text"):
             items.append(item("assistant", str(data["text"]), run_id=run_id))
@@ -122,6 +129,22 @@ def apply_event(items: list[ChatItem], kind: str, data: dict[str, Any]) -> list[
     elif kind == "cancelled":
         items.append(item("cancelled", str(data.get("message") or "the run was cancelled"), run_id=run_id))
     return _settle(items) if kind in ("final", "error", "cancelled") else items
+
+
+def _approval(reason: str, label: Any, tool: Any, arguments: Any, call_id: str, run_id: str) -> ChatItem:
+    """A pending approval card: the tool (label and name), its arguments, the agent's reason."""
+    name = f"{label} ({tool})" if label and tool else str(label or tool or "")
+    return item("approval", reason, name=name, detail=_json_text(arguments), status="pending", call_id=call_id,
+                run_id=run_id)
+
+
+def _decided(items: list[ChatItem], call_id: str, outcome: str, by: Any) -> list[ChatItem]:
+    """`items` with the approval card of `call_id` showing its outcome (and who decided)."""
+    index = _last_index(items, call_id, "approval")
+    if index is not None:
+        items[index] = {**items[index], "status": outcome or "declined",
+                        "result": f"{outcome} by {by}" if by and outcome in ("approved", "declined") else outcome}
+    return items
 
 
 def _settle(items: list[ChatItem]) -> list[ChatItem]:
@@ -159,6 +182,11 @@ def items_of_run(run: Any, steps: list[Any]) -> list[ChatItem]:
                               call_id=step.call_id or "", run_id=run.id))
         elif step.kind == "guard":
             items.append(item("guard", step.result or "", name=step.name or "", run_id=run.id))
+        elif step.kind == "approval":
+            items.append(_approval(str(detail.get("reason") or ""), detail.get("label"), step.name, step.arguments,
+                                   step.call_id or "", run.id))
+        elif step.kind == "approval_decided":
+            items = _decided(items, step.call_id or "", str(detail.get("outcome") or ""), detail.get("by"))
         elif step.kind == "error":
             items.append(item("error", step.result or "the run failed", run_id=run.id))
     if run.status == "completed":

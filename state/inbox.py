@@ -48,6 +48,8 @@ class TaskRow(TypedDict):
     by: str
     finished: str
     reason: str
+    tool: str  # an agent's approval: the tool it asks to call ("" for a workflow's task)
+    arguments: str  # …and its arguments, as JSON text
 
 
 def _time(moment) -> str:
@@ -78,10 +80,14 @@ def task_row(task: HumanTask, may_complete: bool, may_cancel: bool, workflow: Wo
     """One task as the page shows it (list row, panel and history row)."""
     data = task.data if isinstance(task.data, dict) else {}
     workflow_id = workflow.id if workflow else ""
+    agent = task.agent_run_id is not None
+    tool = f"{data.get('label') or ''} ({data.get('tool') or ''})" if agent else ""
     return TaskRow(
         id=task.id, title=task.title or "(untitled task)", kind=task.kind, message=task.message or "",
-        workflow_id=workflow_id, workflow_name=workflow.name if workflow else "", instance=instance_label,
-        run_id=task.run_id, run_link=f"/editor/{workflow_id}?run={task.run_id}",
+        workflow_id=workflow_id, workflow_name="AI agent" if agent else (workflow.name if workflow else ""),
+        instance=instance_label, run_id=task.run_id or task.agent_run_id or "",
+        run_link="/workspace" if agent else f"/editor/{workflow_id}?run={task.run_id}",
+        tool=tool, arguments=json.dumps(data.get("arguments"), indent=2, ensure_ascii=False) if agent else "",
         created=_time(task.sys_created_at), due=_time(task.due_at),
         assignee=assignee_text(task.assignee, usernames), may_complete=may_complete,
         may_cancel=may_cancel and task.status == "pending", status=task.status,
@@ -254,7 +260,7 @@ class InboxState(PageMixin, AuthState):
         try:
             with self._user_session() as (session, user):
                 _task, run = _inbox(session, user).complete(task_id, data)
-                status = run.status
+                status = run.status if run is not None else "agent"
         except NotSignedIn:
             return self._signed_out()
         except InvalidInput as exc:
@@ -268,7 +274,10 @@ class InboxState(PageMixin, AuthState):
             self._close()
             return self._reload_all()
         self._close()
-        self.notice = f"{done} — the run continued" + ("." if status == "running" else f" (now {status}).")
+        if status == "agent":  # an agent's tool call: its run goes on in the background
+            self.notice = f"{done} — the agent goes on; its chat shows what it did."
+        else:
+            self.notice = f"{done} — the run continued" + ("." if status == "running" else f" (now {status}).")
         return self._reload_all()
 
     @rx.event

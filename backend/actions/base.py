@@ -15,6 +15,21 @@ from backend.db.models import User
 from backend.rbac.access import AccessContext
 
 CAPABILITIES = frozenset({"read", "write", "externalSend", "codeExec"})
+# What calling an action does that a person may want to approve first in agent runs (issue 21):
+# send (a message leaves for people: mail), write (data of this platform changes), delete (data
+# is removed), external (data in an outside system changes).
+CONSEQUENCES = ("send", "write", "delete", "external")
+
+
+def derived_consequences(capabilities: frozenset[str] | tuple[str, ...]) -> frozenset[str]:
+    """The consequences an action has by its capabilities when it declares none: write → write,
+    externalSend → external."""
+    found = set()
+    if "write" in capabilities:
+        found.add("write")
+    if "externalSend" in capabilities:
+        found.add("external")
+    return frozenset(found)
 
 
 class ActionError(Exception):
@@ -46,6 +61,9 @@ class Action:
         agent_tool: offered to agents (the spec's dynamicMode).
         graph_node: offered as a node type in the editor palette.
         capabilities: read, write, externalSend, codeExec.
+        consequences: what calling it does that may need a person's approval in agent runs
+            (CONSEQUENCES: send, write, delete, external); derived from `capabilities` unless
+            declared (:func:`derived_consequences`).
         connection_type: the kind of connection it needs (e.g. "msft"), if any; for an action
             that works with several kinds, the first of `connection_types`.
         connection_types: every kind of connection it works with (e.g. ("imap", "msft") for
@@ -82,10 +100,13 @@ class Action:
     needs: tuple[str, ...] = ()
     connection_types: tuple[str, ...] = ()
     input_schema_json: str | None = None
+    consequences: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if self.connection_type and not self.connection_types:
             object.__setattr__(self, "connection_types", (self.connection_type,))
+        if self.consequences is None:
+            object.__setattr__(self, "consequences", derived_consequences(self.capabilities))
 
     def usable_with(self, active_types: set[str] | frozenset[str]) -> bool:
         """Whether a user holding active connections of `active_types` can use it (spec §5.3)."""
@@ -162,15 +183,19 @@ def action(
     raw_parameters: tuple[str, ...] = (),
     needs: tuple[str, ...] = (),
     connection_types: tuple[str, ...] = (),
+    consequences: tuple[str, ...] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Declare a function `fn(params, context)` as an action of the library.
 
     `connection_type="msft"` for an action of one kind of connection, `connection_types=("imap",
-    "msft")` for one that works with any of several.
+    "msft")` for one that works with any of several. `consequences` (of CONSEQUENCES) when they are
+    not what the capabilities imply, e.g. ("send",) for sending mail, ("delete",) for deleting.
     """
     unknown = set(capabilities) - CAPABILITIES
     if unknown:
         raise ValueError(f"action {id}: unknown capabilities {sorted(unknown)}")
+    if consequences is not None and set(consequences) - set(CONSEQUENCES):
+        raise ValueError(f"action {id}: unknown consequences {sorted(set(consequences) - set(CONSEQUENCES))}")
     if connection_type and connection_types and connection_types[0] != connection_type:
         raise ValueError(f"action {id}: connection_type must be the first of connection_types")
     kinds = tuple(connection_types) or ((connection_type,) if connection_type else ())
@@ -182,7 +207,7 @@ def action(
             output_model=output, fn=fn, agent_tool=agent_tool, graph_node=graph_node,
             capabilities=frozenset(capabilities), connection_type=kinds[0] if kinds else None, cost_chf=cost_chf,
             instance_table=instance_table, raw_parameters=frozenset(raw_parameters), needs=tuple(needs),
-            connection_types=kinds,
+            connection_types=kinds, consequences=None if consequences is None else frozenset(consequences),
         ))
         return fn
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from backend.actions import get_registry
+from backend.actions.base import CONSEQUENCES
 
 # Seed 004: at most 48 rounds, 40 executed tool calls, 12 calls of one tool name; the third
 # identical call is suppressed; 12,000 characters per tool result, 64,000 over the history.
@@ -50,6 +51,9 @@ class AgentConfig(BaseModel):
         mcp_toolboxes: Whether the toolboxes of the mandate's external MCP servers (`mcp:<name>`,
             known only in the mandate) are requestable as well (further filtered per user).
         model: The model to ask, or None for the provider's default.
+        approvals: Consequences (backend.actions.base.CONSEQUENCES: send, write, delete, external)
+            whose tool calls wait for a person's approval; a mandate's admins may choose otherwise
+            per profile (backend.agent.approvals).
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
@@ -63,6 +67,15 @@ class AgentConfig(BaseModel):
     sub_agents: bool = False
     model: str | None = None
     mcp_toolboxes: bool = False
+    approvals: list[str] = Field(default_factory=list)
+
+    @field_validator("approvals")
+    @classmethod
+    def _known_consequences(cls, approvals: list[str]) -> list[str]:
+        unknown = sorted(set(approvals) - set(CONSEQUENCES))
+        if unknown:
+            raise ValueError(f"approvals: unknown consequences {unknown} (known: {', '.join(CONSEQUENCES)})")
+        return [c for c in CONSEQUENCES if c in approvals]
 
     @field_validator("tool_budgets")
     @classmethod
@@ -97,7 +110,8 @@ SUB_AGENT_PROFILE = "featureData"
 # of their own (backend.agent.service) use the Workspace's.
 PROFILES: dict[str, Profile] = {
     "workspace": Profile(AgentConfig(initial_toolboxes=["core"], available_toolboxes=["ai", "workflow"],
-                                     sub_agents=True, mcp_toolboxes=True), connector_toolboxes=True),
+                                     sub_agents=True, mcp_toolboxes=True, approvals=["send", "delete"]),
+                       connector_toolboxes=True),
     # Spec §5.3 starts the editor's chat with core + workflow: 26 tools in round 1, over the
     # 20-tool target of issue 6/17. Its work is the graph, so it starts with workflow and requests
     # core (files, web) or ai when a question needs them.

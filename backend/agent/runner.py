@@ -27,15 +27,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlmodel import Session
+from sqlmodel import Session, func, select
 
 from backend.actions.base import ActionContext
 from backend.actions.openai_tools import execute_tool_call, result_for_agent, truncate_for_agent
+from backend.agent import approvals
 from backend.agent.config import QUERY_FEATURE_INSTANCE, REQUEST_TOOLBOX, RESULT_LIMIT, AgentConfig, profile
 from backend.agent.guards import Budget, fit_history
 from backend.agent.toolset import Toolset
-from backend.ai.client import AiClient, AiError, AiReply, ChatDone, TextDelta, get_ai_client
-from backend.db.models import AgentRun, AgentStep, FeatureInstance, User, utcnow
+from backend.ai.client import AiClient, AiError, AiReply, ChatDone, TextDelta, ToolCall, get_ai_client
+from backend.db.models import AgentRun, AgentStep, FeatureInstance, HumanTask, User, utcnow
 from backend.errors import NotFound
 from backend.rbac.access import AccessContext
 from backend.statemachines import agent_run as states
@@ -60,6 +61,10 @@ class RunCancelled(Exception):
     """The run was cancelled from elsewhere."""
 
 
+class AwaitingApproval(Exception):  # noqa: N818 - a pause, not an error
+    """The run waits for a person to approve a tool call; its stream ends here."""
+
+
 class AgentRunner:
     """Drives one agent run to completed, failed or cancelled, yielding its events."""
 
@@ -81,6 +86,7 @@ class AgentRunner:
         self.toolset = Toolset(self.access, instance, self.config)
         self.budget = Budget(self.config)
         self.system_extra = system_extra
+        self._required: frozenset[str] | None = None  # consequences that need approval, looked up once
         self.messages: list[dict[str, Any]] = [*(history or []), {"role": "user", "content": prompt}]
         self.seq = 0
         self.run = AgentRun(chat_id=chat_id, parent_run_id=parent.run.id if parent else None,
@@ -94,18 +100,35 @@ class AgentRunner:
 
     def events(self) -> Iterator[AgentEvent]:
         """Run the agent; every event is yielded after what it reports is committed."""
+        yield from self._driven(self._from_start())
+
+    def resumed_events(self, task: HumanTask) -> Iterator[AgentEvent]:
+        """Go on after the approval `task` was decided (a run built by :meth:`resumed`)."""
+        yield from self._driven(self._after_decision(task))
+
+    def _from_start(self) -> Iterator[AgentEvent]:
+        yield from self.begin()
+        yield from self.rounds()
+
+    def rounds(self) -> Iterator[AgentEvent]:
+        """Model calls and their tool calls until the model answers or a budget is spent."""
+        while True:
+            reason = self.budget.spent()
+            if reason:
+                yield from self.force_final(reason)
+                return
+            reply = yield from self.think()
+            if not reply.tool_calls:
+                yield from self.complete(reply.text)
+                return
+            yield from self.execute_calls(reply)
+
+    def _driven(self, body: Iterator[AgentEvent]) -> Iterator[AgentEvent]:
+        """`body` with the run's endings: cancelled, failed, paused for an approval."""
         try:
-            yield from self.begin()
-            while True:
-                reason = self.budget.spent()
-                if reason:
-                    yield from self.force_final(reason)
-                    return
-                reply = yield from self.think()
-                if not reply.tool_calls:
-                    yield from self.complete(reply.text)
-                    return
-                yield from self.execute_calls(reply)
+            yield from body
+        except AwaitingApproval:
+            return
         except RunCancelled:
             yield from self.cancelled()
         except AiError as exc:
@@ -159,7 +182,12 @@ class AgentRunner:
         """The batch of tool calls of one answer, in order; a refused call does not stop it."""
         self.fire("call_tools")
         self.messages.append(reply.assistant_message())
-        for call in reply.tool_calls:
+        yield from self.run_calls(list(reply.tool_calls), reply.text)
+
+    def run_calls(self, calls: list[ToolCall], reason: str) -> Iterator[AgentEvent]:
+        """`calls` in order, then back to thinking; a call that needs approval pauses the run
+        (the calls after it wait with it)."""
+        for index, call in enumerate(calls):
             self.check_not_cancelled()
             suppressed = self.budget.admit(call.name, call.arguments)
             if suppressed:
@@ -170,6 +198,8 @@ class AgentRunner:
                 yield from self.escalate(call.id, call.arguments)
             elif call.name == QUERY_FEATURE_INSTANCE:
                 yield from self.call_sub_agent(call.id, call.arguments)
+            elif self.approval_needed(call.name):
+                yield from self.ask_approval(call, calls[index + 1:], reason)
             else:
                 yield from self.call_tool(call.id, call.name, call.arguments)
         cut = fit_history(self.messages)
@@ -201,6 +231,90 @@ class AgentRunner:
                     duration_ms=duration_ms)
         yield self.event("tool.finished", round=self.budget.rounds, callId=call_id, name=name, ok=ok,
                          result=truncate_for_agent(text, 2_000), durationMs=duration_ms)
+
+    # --- approvals (backend/agent/approvals.py) -------------------------------------------------
+
+    def approval_needed(self, name: str) -> frozenset[str]:
+        """The consequences of the offered tool `name` that need approval here (none in a sub-agent)."""
+        action = self.toolset.action_for(name)
+        if action is None or self.parent is not None:
+            return frozenset()
+        if self._required is None:
+            self._required = approvals.required_consequences(self.session, self.instance.mandate_id,
+                                                             self.profile_name, self.config.approvals)
+        return approvals.needs_approval(action, self._required)
+
+    def ask_approval(self, call: ToolCall, rest: list[ToolCall], reason: str) -> Iterator[AgentEvent]:
+        """Open the approval task, keep what the run continues from, and pause."""
+        action = self.toolset.action_for(call.name)
+        consequences = self.approval_needed(call.name)
+        arguments = _parsed(call.arguments)
+        task = approvals.open_task(self.session, self.run, call.id, call.name, action, arguments, reason,
+                                   consequences)
+        self.session.flush()
+        self.run.resume_state = {"taskId": task.id, "reason": reason, "calls": [c.to_dict() for c in [call, *rest]],
+                                 "messages": self.messages, "budget": _budget_state(self.budget),
+                                 "systemExtra": self.system_extra}
+        self.record("approval", commit=False, name=call.name, call_id=call.id, arguments=arguments,
+                    detail={"taskId": task.id, "label": action.label, "reason": reason,
+                            "consequences": sorted(consequences)})
+        self.fire("await_approval")
+        yield self.event("approval.required", round=self.budget.rounds, taskId=task.id, callId=call.id,
+                         name=call.name, label=action.label, arguments=arguments, reason=reason,
+                         consequences=sorted(consequences))
+        raise AwaitingApproval()
+
+    def _after_decision(self, task: HumanTask) -> Iterator[AgentEvent]:
+        """The decided call runs (approved) or the agent reads why not; then the batch and the
+        run go on."""
+        state = self.run.resume_state or {}
+        calls = [ToolCall(**c) for c in state.get("calls") or []]
+        outcome = approvals.outcome_of(task)
+        decider = self.session.get(User, task.completed_by) if task.completed_by else None
+        by = decider.username if decider else ""
+        self.run.resume_state = None
+        self.record("approval_decided", commit=False, name=calls[0].name if calls else None,
+                    call_id=task.node_id, ok=outcome == approvals.APPROVED,
+                    detail={"taskId": task.id, "outcome": outcome, "by": by,
+                            "comment": (task.data or {}).get("comment")})
+        try:
+            self.fire("approval_answered")  # the guarded UPDATE: one resumer goes on
+        except (ConcurrentTransition, IllegalTransition):
+            return  # another process took it on first
+        yield self.event("approval.decided", round=self.budget.rounds, taskId=task.id, callId=task.node_id,
+                         outcome=outcome, by=by)
+        if calls:
+            first = calls[0]
+            if outcome == approvals.APPROVED:
+                yield from self.call_tool(first.id, first.name, first.arguments)
+            else:
+                self.answer_call(first.id, approvals.not_run_text(outcome, task, by))
+        yield from self.run_calls(calls[1:], str(state.get("reason") or ""))
+        yield from self.rounds()
+
+    @classmethod
+    def resumed(cls, session: Session, run: AgentRun, client: AiClient | None = None) -> AgentRunner | None:
+        """The runner of a run waiting for an approval, rebuilt from the database as it paused
+        (the toolset afresh: rights and connections are checked again when the call runs)."""
+        state = run.resume_state or {}
+        user = session.get(User, run.sys_created_by)
+        instance = session.get(FeatureInstance, run.feature_instance_id)
+        if user is None or instance is None or not state:
+            return None
+        self = cls.__new__(cls)
+        self.session, self.user, self.instance, self.prompt = session, user, instance, run.prompt
+        self.profile_name, self.parent, self.client = run.profile, None, client
+        self.config = AgentConfig.model_validate(run.config or {})
+        self.access = AccessContext(session, user)
+        self.toolset = Toolset(self.access, instance, self.config)
+        self.toolset.active = [box for box in run.toolboxes or [] if box in self.toolset._usable]
+        self.budget = _restored_budget(self.config, state.get("budget") or {})
+        self.system_extra = str(state.get("systemExtra") or "")
+        self.messages = list(state.get("messages") or [])
+        self.seq = session.exec(select(func.max(AgentStep.seq)).where(AgentStep.run_id == run.id)).one() or 0
+        self.run = run
+        self._required = None
+        return self
 
     def escalate(self, call_id: str, arguments: str) -> Iterator[AgentEvent]:
         """requestToolbox: activate the toolbox for the next round, or say why not."""
@@ -402,6 +516,22 @@ class AgentRunner:
         if self.system_extra:
             lines.append(self.system_extra)
         return "\n".join(lines)
+
+
+def _budget_state(budget: Budget) -> dict[str, Any]:
+    """What a paused run has used, as JSON."""
+    return {"rounds": budget.rounds, "executed": budget.executed, "costChf": budget.cost_chf,
+            "perTool": dict(budget.per_tool),
+            "identical": [[tool, arguments, count] for (tool, arguments), count in budget.identical.items()]}
+
+
+def _restored_budget(config: AgentConfig, state: dict[str, Any]) -> Budget:
+    budget = Budget(config)
+    budget.rounds, budget.executed = int(state.get("rounds") or 0), int(state.get("executed") or 0)
+    budget.cost_chf = float(state.get("costChf") or 0.0)
+    budget.per_tool.update({str(k): int(v) for k, v in (state.get("perTool") or {}).items()})
+    budget.identical.update({(str(t), str(a)): int(n) for t, a, n in state.get("identical") or []})
+    return budget
 
 
 def _parsed(arguments: str) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlmodel import Session, delete, select
 
+from backend.agent import approvals
 from backend.agent.config import PROFILES
 from backend.agent.runner import AgentEvent, AgentRunner
 from backend.db import get_engine
@@ -27,6 +28,7 @@ from backend.rbac.access import AccessContext
 from backend.rbac.door import Door, FeatureItem, guarded
 from backend.rbac.rights import DATA, RESOURCE
 from backend.statemachines import agent_run as states
+from backend.statemachines import human_task as task_lifecycle
 
 PROMPT_LIMIT = 20_000
 HISTORY_TURNS = 20
@@ -212,10 +214,30 @@ class AgentChats(Door):
         run = self._run(run_id)
         if run.sys_created_by != self.user.id and not self.may("update", CHAT, run):
             raise Forbidden("only the run's starter may cancel it")
+        task = approvals.waiting_task(self.session, run) if run.status == states.WAITING_APPROVAL else None
         states.MACHINE.apply(self.session, run, "cancel", error=f"cancelled by {self.user.username}",
-                             finished_at=utcnow())
+                             finished_at=utcnow(), resume_state=None)
+        if task is not None and task.status == task_lifecycle.PENDING:  # its approval is no longer asked for
+            task_lifecycle.cancel(self.session, task, self.user.id, "the agent run was cancelled")
         self.session.commit()
         return run
+
+    @guarded(DATA, CHAT, "read")
+    def decide_approval(self, run_id: str, approved: Any, comment: Any = None) -> str:
+        """Approve or decline the tool call run `run_id` waits for (its user only); returns the
+        run's id for :func:`backend.agent.approvals.resume_stream`.
+
+        Raises:
+            NotFound: the run is foreign.
+            Conflict: the run waits for no approval, or it was decided already (who and when).
+            Forbidden: the caller is not the user the agent acts for.
+        """
+        run = self._run(run_id)
+        task = approvals.waiting_task(self.session, run) if run.status == states.WAITING_APPROVAL else None
+        if task is None:
+            raise Conflict(f"agent run {run_id} is {run.status}; it waits for no approval")
+        approvals.decide(self.access, task, approved, comment)
+        return run.id
 
     @guarded(DATA, CHAT, "update")
     def rename_chat(self, chat_id: str, title: Any) -> AgentChat:

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response
 from fastapi.responses import StreamingResponse
 
+from backend.agent import approvals
 from backend.agent import service as agent_service
 from backend.agent.service import AgentChats, AgentRequest
 from backend.api.deps import CurrentUser, DbSession
@@ -30,12 +31,19 @@ InstanceId = Annotated[str, Path(alias="instanceId")]
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 SSE_RESPONSES = {200: {"content": {"text/event-stream": {}}, "description": "server-sent events of the agent run: "
                        "run.started, round.started, text.delta, tool.started, tool.finished, toolbox.escalated, "
-                       "toolbox.refused, subagent.started, subagent.finished, guard, final, error, cancelled"}}
+                       "toolbox.refused, subagent.started, subagent.finished, guard, approval.required (the run "
+                       "waits for a person to approve a tool call; the stream ends), approval.decided, final, error, "
+                       "cancelled"}}
 
 
 class AgentPrompt(CamelModel):
     prompt: str
     chat_id: str | None = None
+
+
+class AgentApproval(CamelModel):
+    approved: bool
+    comment: str | None = None
 
 
 class AgentChatRename(CamelModel):
@@ -153,6 +161,17 @@ def add_agent_routes(router: APIRouter, feature_code: str,
         and results, escalations, guard interventions, and its sub-agent runs."""
         chats = _chats(session, user, instance_id)
         return run_out(chats, chats.get_run(run_id), with_steps=True)
+
+    @router.post("/agent/runs/{agentRunId}/approval", response_class=StreamingResponse, responses=SSE_RESPONSES,
+                 **declared_by(AgentChats.decide_approval))
+    def decide_agent_approval(instance_id: InstanceId, run_id: AgentRunId, body: AgentApproval, user: CurrentUser,
+                              session: DbSession) -> StreamingResponse:
+        """Approve (the tool call runs, once) or decline (the agent is told) the tool call a run in
+        `waiting_approval` waits for, and stream the run as it goes on (409 when it waits for
+        nothing or was decided already). The Inbox's task does the same."""
+        decided = _chats(session, user, instance_id).decide_approval(run_id, body.approved, body.comment)
+        events = (event.to_sse() for event in approvals.resume_stream(decided))
+        return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
 
     @router.post("/agent/runs/{agentRunId}/cancel", response_model=AgentRunOut,
                  **declared_by(AgentChats.cancel_run))

@@ -12,6 +12,7 @@ from starlette.routing import Route
 from backend import __version__
 from backend.api.actions import router as actions_router
 from backend.api.administration import router as administration_router
+from backend.api.agent_approvals import router as agent_approvals_router
 from backend.api.catalog import router as catalog_router
 from backend.api.connections import router as connections_router
 from backend.api.connections_oauth import router as connections_oauth_router
@@ -96,6 +97,7 @@ def create_api() -> FastAPI:
     api.include_router(connections_router)
     api.include_router(connections_oauth_router)
     api.include_router(mcp_servers_router)
+    api.include_router(agent_approvals_router)
     for feature in get_features().values():
         if feature.router is not None:
             api.include_router(feature.router, prefix=f"/api/{feature.code}")

@@ -323,10 +323,13 @@ class TaskCancel(StrictCamelModel):
 
 
 class TaskOut(CamelModel):
-    """A human task of an input.approval or input.form node."""
+    """A human task of an input.approval or input.form node (run_id), or an agent's request to
+    approve a tool call (agent_run_id; node_id is the tool call's id, data names the tool, its
+    arguments and the agent's reason)."""
 
     id: str
-    run_id: str
+    run_id: str | None = None
+    agent_run_id: str | None = None
     node_id: str
     mandate_id: str
     feature_instance_id: str
@@ -345,10 +348,11 @@ class TaskOut(CamelModel):
 
 
 class TaskResult(CamelModel):
-    """The task after the change, and its run's state after resuming or cancelling."""
+    """The task after the change, and its run's state after resuming or cancelling (none for an
+    agent's approval: its agent run goes on in the background)."""
 
     task: TaskOut
-    run: RunOut
+    run: RunOut | None = None
 
 
 class RunHistoryItem(CamelModel):

@@ -34,7 +34,7 @@ def list_tasks(user: CurrentUser, session: DbSession,
 def complete_task(task_id: TaskId, body: TaskComplete, user: CurrentUser, session: DbSession) -> TaskResult:
     """Complete the task as its assignee (a user, a held role, or anyone who may update tasks)."""
     task, run = tasks.Inbox(AccessContext(session, user)).complete(task_id, body.data)
-    return TaskResult(task=TaskOut.model_validate(task), run=RunOut.model_validate(run))
+    return TaskResult(task=TaskOut.model_validate(task), run=RunOut.model_validate(run) if run else None)
 
 
 @router.post("/{taskId}/cancel", response_model=TaskResult, **declared_by(tasks.Inbox.cancel))
@@ -43,4 +43,4 @@ def cancel_task(task_id: TaskId, user: CurrentUser, session: DbSession,
     """Withdraw the task and cancel its run; an optional `{"reason"}` (at most 1000 characters)
     is kept in the task's data as cancelReason and in the run's cancel message."""
     task, run = tasks.Inbox(AccessContext(session, user)).cancel(task_id, body.reason if body else None)
-    return TaskResult(task=TaskOut.model_validate(task), run=RunOut.model_validate(run))
+    return TaskResult(task=TaskOut.model_validate(task), run=RunOut.model_validate(run) if run else None)

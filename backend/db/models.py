@@ -374,7 +374,10 @@ class HumanTask(SQLModel, table=True):
     __tablename__ = "human_task"
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
-    run_id: str = Field(foreign_key="workflow_run.id", index=True, max_length=32)
+    # A task of a workflow run (run_id, node_id = the waiting node) or an agent run's approval of a
+    # consequential tool call (agent_run_id, node_id = the tool call's id; issue 21).
+    run_id: str | None = Field(default=None, foreign_key="workflow_run.id", index=True, max_length=32)
+    agent_run_id: str | None = Field(default=None, foreign_key="agent_run.id", index=True, max_length=32)
     node_id: str = Field(max_length=200)
     mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
     feature_instance_id: str = Field(foreign_key="feature_instance.id", index=True, max_length=32)
@@ -552,6 +555,9 @@ class AgentRun(SQLModel, table=True):
     error: str | None = Field(default=None, sa_column=Column(Text))
     config: Any = _json_column()
     toolboxes: Any = _json_column()
+    # While waiting_approval: what the run continues from (messages, the calls of the batch still
+    # to run, budget counters); cleared when it goes on (backend/agent/approvals.py).
+    resume_state: Any = _json_column()
     rounds: int = 0
     tool_calls: int = 0
     prompt_tokens: int = 0
@@ -585,6 +591,21 @@ class AgentStep(SQLModel, table=True):
     cost_chf: float | None = None
     duration_ms: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class AgentApprovalPolicy(SQLModel, table=True):
+    """Which consequences of tool calls need a person's approval in agent runs of one profile in
+    one mandate (issue 21); without a row the profile's default holds."""
+
+    __tablename__ = "agent_approval_policy"
+    __table_args__ = (UniqueConstraint("mandate_id", "profile", name="uq_agent_approval_policy"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
+    profile: str = Field(max_length=64)
+    consequences: Any = _json_column(nullable=False)
+    sys_modified_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
+    sys_modified_at: datetime = Field(default_factory=utcnow)
 
 
 # --- scheduler, webhooks, notifications (issue 7) -----------------------------------------------

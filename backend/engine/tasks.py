@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
+from sqlalchemy import and_, or_
 from sqlmodel import Session, func, select
 
-from backend.db.models import FeatureInstance, HumanTask, User, Workflow, WorkflowRun
+from backend.agent import approvals
+from backend.db.models import AgentRun, FeatureInstance, HumanTask, User, Workflow, WorkflowRun
 from backend.engine import crashpoints
 from backend.engine import queue as run_queue
 from backend.engine.executor import RunEngine
@@ -90,15 +92,31 @@ def get_task(access: AccessContext, task_id: str) -> HumanTask:
     if task is None:
         raise NotFound(f"task {task_id} not found")
     try:
-        access.require_instance(task.feature_instance_id, FEATURE_CODE)
+        # An agent's approval lives in the instance of its chat (any feature with an agent).
+        access.require_instance(task.feature_instance_id, None if task.agent_run_id else FEATURE_CODE)
     except NotFound:
         raise NotFound(f"task {task_id} not found") from None
+    if task.agent_run_id and not (may_complete(access, task) or _Rights(access).may_read(task)):
+        raise NotFound(f"task {task_id} not found")
     return task
 
 
 def _check_status(status: str | None) -> None:
     if status is not None and status not in STATUSES:
         raise InvalidInput([FieldError("status", f"must be one of {', '.join(STATUSES)}")])
+
+
+def _task_scope(access: AccessContext) -> Any:
+    """Which tasks the caller's instances hold: every task of the Graphical Editor instances they
+    may open, and the approvals of agent runs in any instance they may open (issue 21; only their
+    assignee may complete those). None when there are none."""
+    instances: list[FeatureInstance] = access.visible_instances()
+    if not instances:
+        return None
+    editors = [i.id for i in instances if i.feature_code == FEATURE_CODE]
+    agent_tasks = and_(HumanTask.agent_run_id.is_not(None),
+                       HumanTask.feature_instance_id.in_([i.id for i in instances]))
+    return or_(HumanTask.feature_instance_id.in_(editors), agent_tasks) if editors else agent_tasks
 
 
 def list_tasks(access: AccessContext, status: str | None = None) -> list[HumanTask]:
@@ -117,10 +135,10 @@ def list_visible_tasks(access: AccessContext, status: str | None = None,
     most that many (read from the database in batches, so a long history is not loaded whole).
     """
     _check_status(status)
-    instances: list[FeatureInstance] = access.visible_instances(FEATURE_CODE)
-    if not instances:
+    where = _task_scope(access)
+    if where is None:
         return []
-    query = select(HumanTask).where(HumanTask.feature_instance_id.in_([i.id for i in instances]))
+    query = select(HumanTask).where(where)
     if status:
         query = query.where(HumanTask.status == status)
     if finished:
@@ -142,13 +160,12 @@ def list_visible_tasks(access: AccessContext, status: str | None = None,
 def pending_count(access: AccessContext) -> int:
     """How many pending tasks the caller may complete (the Inbox badge): one query for the
     assignees of the pending tasks in the caller's instances, the rights once per instance."""
-    instances = access.visible_instances(FEATURE_CODE)
-    if not instances:
+    where = _task_scope(access)
+    if where is None:
         return 0
     rows = access.session.exec(
         select(HumanTask.assignee, HumanTask.mandate_id, HumanTask.feature_instance_id)
-        .where(HumanTask.feature_instance_id.in_([i.id for i in instances]),
-               HumanTask.status == task_lifecycle.PENDING)
+        .where(where, HumanTask.status == task_lifecycle.PENDING)
     ).all()
     rights = _Rights(access)
     return sum(1 for assignee, mandate_id, instance_id in rows
@@ -160,12 +177,14 @@ def pending_count(access: AccessContext) -> int:
 
 @dataclass(frozen=True)
 class InboxTask:
-    """One task as the Inbox shows it: the task, its run's workflow, its instance's label, the
-    names of the users it mentions (id → username), and what the caller may do with it."""
+    """One task as the Inbox shows it: the task, its run's workflow (or, for an agent's approval,
+    the run's chat), its instance's label, the names of the users it mentions (id → username), and
+    what the caller may do with it."""
 
     task: HumanTask
     workflow: Workflow | None
     instance_label: str
+    chat_id: str | None  # an agent's approval: the chat of its run
     usernames: dict[str, str]
     may_complete: bool
     may_cancel: bool
@@ -186,17 +205,20 @@ def _mentioned_users(pairs: list[tuple[HumanTask, bool]]) -> set[str]:
 def inbox_tasks(access: AccessContext, pairs: list[tuple[HumanTask, bool]]) -> list[InboxTask]:
     """(task, may complete) pairs joined with workflow, instance and user names, read in bulk."""
     session = access.session
-    runs = _by_id(session, WorkflowRun, {t.run_id for t, _ in pairs})
+    runs = _by_id(session, WorkflowRun, {t.run_id for t, _ in pairs if t.run_id})
+    agent_runs = _by_id(session, AgentRun, {t.agent_run_id for t, _ in pairs if t.agent_run_id})
     workflows = _by_id(session, Workflow, {r.workflow_id for r in runs.values()})
     instances = _by_id(session, FeatureInstance, {t.feature_instance_id for t, _ in pairs})
     usernames = {u.id: u.username for u in _by_id(session, User, _mentioned_users(pairs)).values()}
     rights = _Rights(access)
     rows = []
     for task, may in pairs:
-        run = runs.get(task.run_id)
+        run = runs.get(task.run_id) if task.run_id else None
+        agent_run = agent_runs.get(task.agent_run_id) if task.agent_run_id else None
         instance = instances.get(task.feature_instance_id)
         rows.append(InboxTask(task, workflows.get(run.workflow_id) if run else None,
-                              instance.label if instance else "", usernames, may, rights.may_cancel(task)))
+                              instance.label if instance else "", agent_run.chat_id if agent_run else None,
+                              usernames, may, rights.may_cancel(task)))
     return rows
 
 
@@ -247,16 +269,29 @@ class Inbox(Door):
         return task
 
     @guarded("authenticated")
-    def complete(self, task_id: str, data: Any) -> tuple[HumanTask, WorkflowRun]:
+    def complete(self, task_id: str, data: Any) -> tuple[HumanTask, WorkflowRun | None]:
         """Complete the task as its assignee (a user, a held role, or for an unassigned task
-        anyone who may update tasks there: :func:`may_complete`); the run resumes."""
+        anyone who may update tasks there: :func:`may_complete`); the run resumes. An agent's
+        approval ({"approved": bool, "comment"?}) lets its run go on in the background (no
+        workflow run: None)."""
         task = get_task(self.access, task_id)
+        if approvals.is_agent_task(task):
+            data = data if isinstance(data, dict) else {}
+            approvals.decide(self.access, task, data.get("approved"), data.get("comment"))
+            approvals.resume_in_background(task.agent_run_id)
+            return task, None
         return task, complete_task(self.access, task, data)
 
-    @guarded("DATA", TASK_TABLE, "update")
-    def cancel(self, task_id: str, reason: str | None = None) -> tuple[HumanTask, WorkflowRun]:
-        """Withdraw the task (optionally with a reason); its run is cancelled."""
+    @guarded("authenticated")
+    def cancel(self, task_id: str, reason: str | None = None) -> tuple[HumanTask, WorkflowRun | None]:
+        """Withdraw the task (optionally with a reason); its run is cancelled — an agent run is
+        told and finishes instead. Takes the right to update human tasks in the task's instance;
+        an agent's approval may be withdrawn by its assignee as well."""
         task = get_task(self.access, task_id)
+        if approvals.is_agent_task(task):
+            withdraw_agent_task(self.access, task, reason)
+            approvals.resume_in_background(task.agent_run_id)
+            return task, None
         return task, cancel_task(self.access, task, reason)
 
 
@@ -352,15 +387,36 @@ def complete_task(access: AccessContext, task: HumanTask, data: Any) -> Workflow
     return run
 
 
+def _reason(reason: str | None) -> str | None:
+    reason = (reason or "").strip() or None
+    if reason and len(reason) > REASON_MAX:
+        raise InvalidInput([FieldError("reason", f"must be at most {REASON_MAX} characters")])
+    return reason
+
+
+def withdraw_agent_task(access: AccessContext, task: HumanTask, reason: str | None = None) -> HumanTask:
+    """Withdraw an agent's approval task (its assignee, or who may update tasks in its instance)."""
+    session = access.session
+    if not (may_complete(access, task) or access.data_level(TASK_TABLE, "update", task.mandate_id,
+                                                             task.feature_instance_id) != Level.NONE):
+        raise Forbidden("only the user the agent acts for may withdraw its request")
+    reason = _reason(reason)
+    if task.status != task_lifecycle.PENDING:
+        raise Conflict(finished_message(session, task))
+    try:
+        return approvals.withdraw(session, task, access.user, reason)
+    except ConcurrentTransition:
+        session.rollback()
+        raise _not_pending(session, task) from None
+
+
 def cancel_task(access: AccessContext, task: HumanTask, reason: str | None = None) -> WorkflowRun:
     """Withdraw the task; its run is cancelled (DESIGN §4, input.*). The reason, if given, is kept
     in the task's data ({"cancelReason": …}) and in the run's cancel message with who cancelled."""
     session = access.session
     if access.data_level(TASK_TABLE, "update", task.mandate_id, task.feature_instance_id) == Level.NONE:
         raise Forbidden("your roles allow no update on human_task in this instance")
-    reason = (reason or "").strip() or None
-    if reason and len(reason) > REASON_MAX:
-        raise InvalidInput([FieldError("reason", f"must be at most {REASON_MAX} characters")])
+    reason = _reason(reason)
     if task.status != task_lifecycle.PENDING:
         raise Conflict(finished_message(session, task))
     try:

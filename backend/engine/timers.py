@@ -23,6 +23,7 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import event
 from sqlmodel import Session, select
 
 from backend.config import get_settings
@@ -133,6 +134,14 @@ def expire_due_tasks(now: datetime | None = None) -> int:
     return expired
 
 
+def _expire_agent_task(session: Session, task: HumanTask) -> None:
+    """An agent's approval expired: its run goes on once this commits (the agent is told)."""
+    from backend.agent import approvals
+
+    run_id = task.agent_run_id
+    event.listen(session, "after_commit", lambda _session: approvals.resume_in_background(run_id), once=True)
+
+
 def _expire_task(task_id: str) -> int:
     """Expire one due task and apply its onTimeout, in one transaction; 1 if it was expired."""
     with session_scope() as session:
@@ -140,6 +149,9 @@ def _expire_task(task_id: str) -> int:
         if task is None or task.status != task_lifecycle.PENDING:
             return 0
         task_lifecycle.expire(session, task)
+        if task.agent_run_id:
+            _expire_agent_task(session, task)
+            return 1
         run = session.get(WorkflowRun, task.run_id)
         if run is None or run.status not in (run_lifecycle.RUNNING, run_lifecycle.PAUSED):
             return 1

@@ -55,6 +55,7 @@ MANAGE_INSTANCES = "resource.mandate.manageInstances"
 VIEW_PERMISSIONS = "resource.mandate.viewPermissions"
 SHARE_CONNECTIONS = "resource.mandate.shareConnections"
 MANAGE_MCP_SERVERS = "resource.mandate.manageMcpServers"
+MANAGE_AGENT_APPROVALS = "resource.mandate.manageAgentApprovals"
 
 PLATFORM_UI_OBJECTS = (
     (ADMIN_UI, "Admin page"),
@@ -69,6 +70,7 @@ PLATFORM_RESOURCE_OBJECTS = (
     (VIEW_PERMISSIONS, "See the resolved permissions of the mandate's users"),
     (SHARE_CONNECTIONS, "Share a connection with every member of the mandate, or stop sharing it"),
     (MANAGE_MCP_SERVERS, "Register external MCP servers, test and refresh them, choose the roles that may use them"),
+    (MANAGE_AGENT_APPROVALS, "Choose which consequences of agent tool calls need a person's approval"),
 )
 
 SYSTEM_TEMPLATE_ROLES = (

@@ -134,6 +134,11 @@ def _panel() -> rx.Component:
                     size="1", color_scheme="gray"),
             rx.cond(SELECTED["message"] != "",
                     rx.text(SELECTED["message"], id="task-message", white_space="pre-wrap")),
+            rx.cond(SELECTED["tool"] != "", rx.vstack(
+                rx.text("The agent asks to call ", rx.code(SELECTED["tool"]), " with:", size="2"),
+                rx.code_block(SELECTED["arguments"], language="json", wrap_long_lines=True, font_size="0.8em",
+                              width="100%"),
+                id="task-tool", width="100%", spacing="1")),
             rx.link(rx.hstack(rx.icon("external-link", size=14), rx.text("Open run"), spacing="1", align="center"),
                     href=SELECTED["run_link"], id="task-run-link", size="2"),
             rx.cond(

@@ -103,6 +103,7 @@ def conversation() -> rx.Component:
                 rx.callout(WorkspaceState.notice, icon="check", color_scheme="green", id="workspace-notice",
                            width="100%")),
         chat_stream(WorkspaceState.messages, WorkspaceState.streaming, on_retry=WorkspaceState.retry,
+                    on_decide=WorkspaceState.decide,
                     empty_text=rx.cond(WorkspaceState.can_use_agent,
                                        rx.cond(WorkspaceState.provider_configured, EMPTY_CHAT,
                                                EMPTY_CHAT_NO_PROVIDER),

@@ -132,7 +132,7 @@ def test_tables_match_design() -> None:
     assert human_task.MACHINE.states == {"pending", "completed", "cancelled", "expired"}
     assert scheduler_job.MACHINE.states == {"unregistered", "registered"}
     assert agent_run.MACHINE.states == {
-        "idle", "thinking", "executing_tools", "toolbox_escalation", "sub_agent_call",
+        "idle", "thinking", "executing_tools", "toolbox_escalation", "sub_agent_call", "waiting_approval",
         "completed", "failed", "cancelled",
     }
     assert set(legal_pairs(workflow_run.MACHINE)) == {
@@ -398,10 +398,10 @@ def test_agent_run_illegal_transition_changes_nothing(state: str, event: str) ->
 def test_agent_run_full_loop() -> None:
     run = agent_run.AgentRunState(id="agent-2")
     path = ["start", "call_tools", "escalate_toolbox", "call_sub_agent", "tools_done",
-            "call_tools", "tools_done", "complete"]
+            "call_tools", "await_approval", "approval_answered", "tools_done", "complete"]
     states = [run.fire(event) for event in path]
     assert states == ["thinking", "executing_tools", "toolbox_escalation", "sub_agent_call",
-                      "thinking", "executing_tools", "thinking", "completed"]
+                      "thinking", "executing_tools", "waiting_approval", "executing_tools", "thinking", "completed"]
     assert run.history == path
     for event in agent_run.MACHINE.transitions:
         with pytest.raises(IllegalTransition):

@@ -460,6 +460,7 @@ def _description(text: str, markdown: bool) -> dict[str, Any]:
         description="Create a task in a ClickUp list with name, description (text or Markdown), assignees, tags, "
                     "status, priority, due date and custom field values; returns the task with its URL.",
         params=CreateTaskParams, output=TaskOut, graph_node=True, capabilities=("read", "write"),
+        consequences=("external",),
         connection_type=TYPE_ID)
 def create_task(params: CreateTaskParams, context: ActionContext) -> TaskOut:
     if not params.list_id:
@@ -522,6 +523,7 @@ def _update_body(params: UpdateTaskParams, members: _Members) -> dict[str, Any]:
         description="Change a ClickUp task: name, description, status, priority, due date, add or remove "
                     "assignees and tags, set custom field values; returns the task as it is then.",
         params=UpdateTaskParams, output=TaskOut, graph_node=True, capabilities=("read", "write"),
+        consequences=("external",),
         connection_type=TYPE_ID)
 def update_task(params: UpdateTaskParams, context: ActionContext) -> TaskOut:
     with _clickup(context, params.connection_id) as clickup:
@@ -554,6 +556,7 @@ class CommentOut(_Output):
 @action("clickup.addComment", toolbox=TOOLBOX, label="Comment on a ClickUp task",
         description="Post a comment on a ClickUp task.",
         params=CommentParams, output=CommentOut, graph_node=True, capabilities=("read", "write"),
+        consequences=("external",),
         connection_type=TYPE_ID)
 def add_comment(params: CommentParams, context: ActionContext) -> CommentOut:
     with _clickup(context, params.connection_id) as clickup:
@@ -579,6 +582,7 @@ class AttachmentOut(_Output):
 @action("clickup.attachFile", toolbox=TOOLBOX, label="Attach a file to a ClickUp task",
         description="Upload a file of this workspace's file store to a ClickUp task as an attachment.",
         params=AttachParams, output=AttachmentOut, graph_node=True, capabilities=("read", "write", "externalSend"),
+        consequences=("external",),
         connection_type=TYPE_ID)
 def attach_file(params: AttachParams, context: ActionContext) -> AttachmentOut:
     with _clickup(context, params.connection_id) as clickup:

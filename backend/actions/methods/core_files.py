@@ -181,7 +181,7 @@ class DeletedFile(_Output):
 
 @action("core.deleteFile", toolbox="core", instance_table="file", label="Delete file",
         description="Delete a file from the workspace's file store.",
-        params=PathParams, output=DeletedFile, capabilities=("write",))
+        params=PathParams, output=DeletedFile, capabilities=("write",), consequences=("delete",))
 def delete_file(params: PathParams, context: ActionContext) -> DeletedFile:
     return DeletedFile(deleted=service.delete_file(context, params.path).path)
 
@@ -236,7 +236,7 @@ class DeletedFolderOutput(_Output):
 
 @action("core.deleteFolder", toolbox="core", instance_table="file", label="Delete folder",
         description="Delete a folder of the workspace's file store; a folder with contents only with recursive.",
-        params=DeleteFolderParams, output=DeletedFolderOutput, capabilities=("write",))
+        params=DeleteFolderParams, output=DeletedFolderOutput, capabilities=("write",), consequences=("delete",))
 def delete_folder(params: DeleteFolderParams, context: ActionContext) -> DeletedFolderOutput:
     result = service.delete_folder(context, params.path, params.recursive)
     return DeletedFolderOutput(deleted=result.path, files=result.files, folders=result.folders)

@@ -85,6 +85,7 @@ def _attachments(context: ActionContext, paths: list[str]) -> tuple[tuple[str, s
         description="Send an e-mail from a connected mailbox (IMAP/SMTP or Microsoft 365) to recipients, "
                     "optionally as HTML and with files of the workspace attached.",
         params=SendMailParams, output=SentMail, graph_node=True, capabilities=("read", "externalSend"),
+        consequences=("send",),
         connection_types=MAIL_TYPES, needs=("mail",))
 def send_mail(params: SendMailParams, context: ActionContext) -> SentMail:
     if not params.connection_id.strip():

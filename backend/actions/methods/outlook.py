@@ -232,6 +232,7 @@ class SentOutput(_Output):
         description="Send a draft saved with outlook.draftEmail from the Microsoft 365 (Outlook) mailbox; it moves "
                     "to Sent Items.",
         params=SendDraftParams, output=SentOutput, graph_node=True, capabilities=("externalSend",),
+        consequences=("send",),
         connection_type=TYPE_ID)
 def send_draft(params: SendDraftParams, context: ActionContext) -> SentOutput:
     with _mailbox(context, params.connection_id) as mailbox:
