@@ -41,6 +41,7 @@ from backend.rbac.templates import (
     ADMIN_PERMISSIONS_UI,
     ADMIN_UI,
     ADMIN_USERS_UI,
+    MANAGE_AGENT_APPROVALS,
     MANAGE_INSTANCES,
     MANAGE_MCP_SERVERS,
     MANAGE_USERS,
@@ -88,6 +89,7 @@ class AdminTabs:
     instances: bool
     permissions: bool
     mcp_servers: bool = False
+    agent_approvals: bool = False
 
 
 def _check_password(password: str | None) -> str:
@@ -430,7 +432,8 @@ class Administration(Door):
                          users=self.access.can_see(ADMIN_USERS_UI, mandate_id),
                          instances=self.access.can_see(ADMIN_INSTANCES_UI, mandate_id),
                          permissions=self.access.can_see(ADMIN_PERMISSIONS_UI, mandate_id),
-                         mcp_servers=self.access.resolve(RESOURCE, MANAGE_MCP_SERVERS, mandate_id).allowed)
+                         mcp_servers=self.access.resolve(RESOURCE, MANAGE_MCP_SERVERS, mandate_id).allowed,
+                         agent_approvals=self.access.resolve(RESOURCE, MANAGE_AGENT_APPROVALS, mandate_id).allowed)
 
 
 def catalogue_items(feature_code: str | None = None) -> list[tuple[str, str]]:

@@ -18,6 +18,7 @@ from backend.features.registry import get_features
 from backend.rbac.access import AccessContext
 from backend.rbac.resolver import Decision
 from backend.rbac.rights import DATA, OPERATIONS
+from state.agent_approvals import AgentApprovalsMixin
 from state.auth import AuthState, NotSignedIn
 from state.mcp_servers import McpServersMixin
 from state.page import PageMixin, user_message
@@ -25,7 +26,7 @@ from state.permissions import requires, requires_door
 
 MANDATE_ROLES = ("admin", "user", "viewer")
 MANDATE_ONLY = "-"  # the Permissions view's "no instance" choice (a select item cannot be "")
-TABS = ("mandates", "users", "instances", "permissions", "mcp")
+TABS = ("mandates", "users", "instances", "permissions", "mcp", "approvals")
 
 
 class MandateRow(TypedDict):
@@ -115,7 +116,7 @@ def _toggled(roles: list[str], role: str, checked: bool) -> list[str]:
     return [r for r in MANDATE_ROLES if r in chosen]
 
 
-class AdminState(McpServersMixin, PageMixin, AuthState):
+class AdminState(AgentApprovalsMixin, McpServersMixin, PageMixin, AuthState):
     """What the Admin page shows for the selected mandate, and the actions on it."""
 
     mandates: list[MandateRow] = []
@@ -126,6 +127,7 @@ class AdminState(McpServersMixin, PageMixin, AuthState):
     show_instances: bool = False
     show_permissions: bool = False
     show_mcp: bool = False
+    show_approvals: bool = False
 
     # Mandates tab
     new_mandate_name: str = ""
@@ -187,7 +189,9 @@ class AdminState(McpServersMixin, PageMixin, AuthState):
         self.instance_roles = []
         self.decisions = []
         self.mcp_servers = []
+        self.approval_rows = []
         self.show_mandates = self.show_users = self.show_instances = self.show_permissions = self.show_mcp = False
+        self.show_approvals = False
 
     def _refresh(self) -> None:
         """Reload what the page shows for the selected mandate; raises NotSignedIn."""
@@ -212,6 +216,9 @@ class AdminState(McpServersMixin, PageMixin, AuthState):
                 self._load_mandate(admin)
                 if self.show_mcp:
                     self._load_mcp_servers(admin.access, self.mandate_id)
+                self.show_approvals = tabs.agent_approvals
+                if self.show_approvals:
+                    self._load_approvals(admin.access, self.mandate_id)
             allowed = [t for t in TABS if getattr(self, f"show_{t}")]
             if self.tab not in allowed:
                 self.tab = allowed[0] if allowed else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from components.agent_approvals import agent_approvals_tab
 from components.mcp_servers import mcp_servers_tab
 from components.shell import empty_state, gated, page_shell
 from components.tables import data_table
@@ -442,6 +443,7 @@ def admin_tabs() -> rx.Component:
         ("instances", "Instances", "boxes", AdminState.show_instances, instances_tab),
         ("permissions", "Permissions", "scale", AdminState.show_permissions, permissions_tab),
         ("mcp", "MCP servers", "plug", AdminState.show_mcp, mcp_servers_tab),
+        ("approvals", "Agent approvals", "shield-check", AdminState.show_approvals, agent_approvals_tab),
     )
     return rx.tabs.root(
         rx.tabs.list(
