@@ -88,7 +88,22 @@ class Settings:
         ai_neutralize: Neutralise personal data in every chat prompt and restore it in the
             answers (POWERON_AI_NEUTRALIZE); a call can still ask for it or refuse it.
         neutralize_names: Names that neutralisation always replaces (POWERON_NEUTRALIZE_NAMES).
-        search_url: Base URL of a SearXNG-compatible search API for `core.webSearch`, or None.
+        search_engine: Which engine `core.webSearch` asks (POWERON_SEARCH_ENGINE, one of
+            :data:`SEARCH_ENGINES`): ``auto`` (the default) is SearXNG when POWERON_SEARCH_URL is
+            set, else ``ddgs`` (the metasearch library: DuckDuckGo and other engines, no
+            configuration, no key); ``searxng``, ``brave`` (Brave Search API) or ``tavily``.
+        search_url: POWERON_SEARCH_URL, or None: the base URL of a SearXNG-compatible search API;
+            for ``brave`` and ``tavily`` the base URL of their API when it is not the public one
+            (a stand-in, a gateway).
+        search_api_key: The key of the Brave Search API or Tavily (POWERON_SEARCH_API_KEY);
+            left out of `repr`, never put into messages.
+        search_proxy: A proxy every search request goes through (POWERON_SEARCH_PROXY), e.g.
+            ``http://proxy:3128`` or ``socks5://…``, or None.
+        search_ca_file: A PEM file of the certificate authorities search requests trust
+            (POWERON_SEARCH_CA_FILE, else the standard SSL_CERT_FILE), e.g. for a TLS-inspecting
+            proxy; None: the built-in ones.
+        search_backends: The engines ddgs asks, comma-separated (POWERON_SEARCH_BACKENDS,
+            default ``auto``: ddgs chooses), e.g. ``duckduckgo`` or ``duckduckgo,brave,mojeek``.
         readurl_allow_private: Let `core.readUrl` fetch private, loopback and link-local
             addresses (off by default; tests against local servers turn it on).
         timer_interval_seconds: How often the timer thread looks for due work of paused runs
@@ -185,7 +200,12 @@ class Settings:
     ai_providers: tuple[AiProviderSettings, ...] = ()
     ai_neutralize: bool = False
     neutralize_names: tuple[str, ...] = ()
+    search_engine: str = "auto"
     search_url: str | None = None
+    search_api_key: str | None = field(default=None, repr=False)
+    search_proxy: str | None = None
+    search_ca_file: str | None = None
+    search_backends: str = "auto"
     readurl_allow_private: bool = False
     file_max_bytes: int = 20 * 1024 * 1024
     instance_quota_bytes: int = 1024 * 1024 * 1024
@@ -324,6 +344,19 @@ def _seconds(name: str, default: float, zero_ok: bool = False) -> float:
         raise ValueError(f"{name} must be a {'non-negative' if zero_ok else 'positive'} number of seconds, "
                          f"not {raw!r}")
     return value
+
+
+SEARCH_ENGINES = ("auto", "ddgs", "searxng", "brave", "tavily")
+
+
+def _search_engine() -> str:
+    """POWERON_SEARCH_ENGINE: one of :data:`SEARCH_ENGINES` (any case), default ``auto``."""
+    raw = _text("POWERON_SEARCH_ENGINE")
+    if raw is None:
+        return "auto"
+    if raw.lower() not in SEARCH_ENGINES:
+        raise ValueError(f"POWERON_SEARCH_ENGINE must be one of {', '.join(SEARCH_ENGINES)}, not {raw!r}")
+    return raw.lower()
 
 
 ROLES = ("all", "api", "worker")
@@ -493,7 +526,12 @@ def get_settings() -> Settings:
         ai_providers=ai_providers if ai_providers is not None else _default_ai_provider(ai_timeout),
         ai_neutralize=_flag(os.environ.get("POWERON_AI_NEUTRALIZE")),
         neutralize_names=_csv(os.environ.get("POWERON_NEUTRALIZE_NAMES"), default=()),
+        search_engine=_search_engine(),
         search_url=_text("POWERON_SEARCH_URL", rstrip="/"),
+        search_api_key=_text("POWERON_SEARCH_API_KEY"),
+        search_proxy=_text("POWERON_SEARCH_PROXY"),
+        search_ca_file=_text("POWERON_SEARCH_CA_FILE") or _text("SSL_CERT_FILE"),
+        search_backends=(_text("POWERON_SEARCH_BACKENDS") or "auto").replace(" ", ""),
         readurl_allow_private=_flag(os.environ.get("POWERON_READURL_ALLOW_PRIVATE")),
         file_max_bytes=_bytes("POWERON_FILE_MAX_BYTES", 20 * 1024 * 1024),
         instance_quota_bytes=_bytes("POWERON_INSTANCE_QUOTA_BYTES", 1024 * 1024 * 1024),

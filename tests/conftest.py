@@ -44,6 +44,11 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
+# Tests never search the internet: web search out of the box (ddgs) would. Without a SearXNG URL
+# core.webSearch is "not configured"; a test that wants an engine sets POWERON_SEARCH_ENGINE itself
+# (tests/integration/test_web_search_engines.py). Apps the e2e tests start inherit this.
+os.environ["POWERON_SEARCH_ENGINE"] = "searxng"
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "postgres: the test runs against the PostgreSQL server")

@@ -4,7 +4,8 @@ A node type declares what its nodes need (`NodeType.needs`; a node action's come
 `@action(needs=…)`), by the ids of :data:`REQUIREMENTS`:
 
 - ``ai``: an AI provider (OPENAI_API_KEY or POWERON_AI_PROVIDERS);
-- ``webSearch``: a SearXNG-compatible search API (POWERON_SEARCH_URL);
+- ``webSearch``: web search (backend/web/search.py): available without configuration through
+  ddgs; with POWERON_SEARCH_ENGINE=searxng, brave or tavily, met once its URL or key is set;
 - ``mail``: a mail connection (email.checkEmail, email.sendMail): one chosen in the node
   (`connectionId`) that exists; the step itself says, as the run's starter, when it is not theirs
   ("not found") or not active (its reason);
@@ -70,11 +71,9 @@ def _ai_problem(_node: dict[str, Any]) -> str | None:
 
 def _search_problem(_node: dict[str, Any]) -> str | None:
     from backend.config import get_settings
-    from backend.web.search import SEARCH_URL_SETTING
+    from backend.web.search import SearchConfig, search_problem
 
-    if get_settings().search_url:
-        return None
-    return f"not configured here: set {SEARCH_URL_SETTING} to the URL of a SearXNG-compatible search API"
+    return search_problem(SearchConfig.from_settings(get_settings()))
 
 
 def _mail_problem(node: dict[str, Any]) -> str | None:
@@ -162,7 +161,7 @@ def _sandbox_problem(_node: dict[str, Any]) -> str | None:
 
 REQUIREMENTS: tuple[Requirement, ...] = (
     Requirement("ai", "an AI provider", "configured here", False, _ai_problem),
-    Requirement("webSearch", "web search", "configured here", False, _search_problem),
+    Requirement("webSearch", "web search", "available here", False, _search_problem),
     Requirement("mail", "a mail connection", "set up here", False, _mail_problem, connection=True),
     Requirement("sandbox", "the Python sandbox (bubblewrap)", "available here", True, _sandbox_problem),
 )

@@ -12,6 +12,7 @@ from backend.actions.base import ActionContext, ActionError, ActionParams, actio
 from backend.config import get_settings
 from backend.web import WebError, fetch, page_text, web_search
 from backend.web.safe_fetch import MAX_BYTES
+from backend.web.search import SearchConfig
 
 DETECT_MAX_CHARS = 10_000  # detection looks at the start of long texts; more adds time, not accuracy
 
@@ -47,8 +48,9 @@ class WebSearchOutput(_Output):
     "core.webSearch",
     toolbox="core",
     label="Web search",
-    description="Search the web and return the best results, each with title, URL and a short snippet. "
-                "Use it to find current information or pages; read a promising result in full with readUrl.",
+    description="Search the web and return the best results, each with title, URL and a short snippet (each "
+                "page once). Use it to find current information or pages; read a promising result in full with "
+                "readUrl.",
     params=WebSearchParams,
     output=WebSearchOutput,
     graph_node=True,
@@ -56,8 +58,12 @@ class WebSearchOutput(_Output):
     needs=("webSearch",),
 )
 def web_search_action(params: WebSearchParams, context: ActionContext) -> WebSearchOutput:
+    """Ask the engine POWERON_SEARCH_ENGINE chooses (ddgs without any configuration; SearXNG,
+    Brave or Tavily when configured, backend/web/search.py); any failure is an ActionError that
+    says what went wrong."""
+    config = SearchConfig.from_settings(get_settings())
     try:
-        hits = web_search(get_settings().search_url, params.query, limit=params.limit, language=params.language)
+        hits = web_search(config, params.query, limit=params.limit, language=params.language)
     except WebError as exc:
         raise ActionError(str(exc)) from None
     return WebSearchOutput(query=params.query, results=[
