@@ -33,6 +33,7 @@ from backend.actions.base import ActionContext
 from backend.actions.openai_tools import execute_tool_call, result_for_agent, truncate_for_agent
 from backend.agent.config import QUERY_FEATURE_INSTANCE, REQUEST_TOOLBOX, RESULT_LIMIT, AgentConfig, profile
 from backend.agent.guards import Budget, fit_history
+from backend.agent.selector import Selection, request_text
 from backend.agent.toolset import Toolset
 from backend.ai.client import AiClient, AiError, AiReply, ChatDone, TextDelta, get_ai_client
 from backend.db.models import AgentRun, AgentStep, FeatureInstance, User, utcnow
@@ -79,7 +80,12 @@ class AgentRunner:
         self.client = client
         self.access = AccessContext(session, user)
         self.toolset = Toolset(self.access, instance, self.config)
-        self.budget = Budget(self.config)
+        # Issue 21: toolboxes matching the request are attached before round 1 (never in a sub-agent).
+        self.selection: Selection | None = None
+        if parent is None and self.config.max_preselected > 0:
+            self.selection = self.toolset.preselect(request_text(prompt, history or []))
+        limits = self.toolset.group_limits(self.selection.limits) if self.selection else {}
+        self.budget = Budget(self.config, groups=limits)
         self.system_extra = system_extra
         self.messages: list[dict[str, Any]] = [*(history or []), {"role": "user", "content": prompt}]
         self.seq = 0
@@ -119,9 +125,16 @@ class AgentRunner:
 
     def begin(self) -> Iterator[AgentEvent]:
         self.fire("start")
+        preselected = self.selection.selected if self.selection else []
         yield self.event("run.started", runId=self.run.id, chatId=self.run.chat_id, profile=self.profile_name,
-                         toolboxes=list(self.toolset.active),
+                         toolboxes=list(self.toolset.active), preselected=preselected,
                          requestable=[t.id for t in self.toolset.requestable()])
+        if self.selection is not None:
+            detail = self.selection.detail()
+            self.record("selection", name=",".join(preselected) or None, detail=detail)
+            yield self.event("toolbox.preselected", toolboxIds=preselected, scores=detail["scores"],
+                             marketplace=detail["marketplace"], limits=detail["limits"],
+                             labels=[self.toolset.registry.toolbox(box).label for box in preselected])
 
     def think(self) -> Iterator[AgentEvent]:
         """One round: a model call with the round's tools; its text streams as it comes."""
