@@ -17,7 +17,8 @@ ARGUMENTS_SHOWN = 2_000
 class ChatItem(TypedDict):
     """One entry of a chat.
 
-    kind: user, assistant, tool, escalation, subagent, guard, approval, usage, error, cancelled.
+    kind: user, assistant, tool, escalation, subagent, guard, approval, preselected, usage, error,
+        cancelled.
     text: the item's text; for a tool card, how long the call took ("42 ms"); for an approval
         card, the agent's reason.
     status: running, ok or failed (tool, escalation and sub-agent cards); pending, approved,
@@ -113,6 +114,10 @@ def apply_event(items: list[ChatItem], kind: str, data: dict[str, Any]) -> list[
     elif kind == "guard":
         items.append(item("guard", str(data.get("message") or ""), name=str(data.get("kind") or "") + sub,
                           run_id=run_id))
+    elif kind == "toolbox.preselected":
+        text = _preselection_text(data.get("labels") or data.get("toolboxIds") or [], data.get("limits") or {})
+        if text:
+            items.append(item("preselected", text, run_id=run_id))
     elif kind == "approval.required":
         items.append(_approval(str(data.get("reason") or ""), data.get("label"), data.get("name"),
                                data.get("arguments"), str(data.get("callId") or ""), run_id))
@@ -131,6 +136,18 @@ def apply_event(items: list[ChatItem], kind: str, data: dict[str, Any]) -> list[
     return _settle(items) if kind in ("final", "error", "cancelled") else items
 
 
+def _preselection_text(toolboxes: list[Any], limits: dict[str, Any]) -> str:
+    """What the selector chose before round 1, in a line ("" when it chose nothing)."""
+    parts = []
+    if toolboxes:
+        parts.append("Tools chosen for this request: " + ", ".join(str(t) for t in toolboxes))
+    if limits:
+        parts.append("a shopping request: at most " + " and ".join(
+            f"{n} {'web searches' if g == 'webSearch' else 'page reads' if g == 'pageFetch' else g}"
+            for g, n in limits.items()))
+    return " · ".join(parts)
+
+
 def _approval(reason: str, label: Any, tool: Any, arguments: Any, call_id: str, run_id: str) -> ChatItem:
     """A pending approval card: the tool (label and name), its arguments, the agent's reason."""
     name = f"{label} ({tool})" if label and tool else str(label or tool or "")
@@ -145,6 +162,13 @@ def _decided(items: list[ChatItem], call_id: str, outcome: str, by: Any) -> list
         items[index] = {**items[index], "status": outcome or "declined",
                         "result": f"{outcome} by {by}" if by and outcome in ("approved", "declined") else outcome}
     return items
+
+
+def _toolbox_label(box: str) -> str:
+    from backend.actions import get_registry
+
+    toolbox = get_registry().toolbox(box)
+    return toolbox.label if toolbox is not None else box
 
 
 def _settle(items: list[ChatItem]) -> list[ChatItem]:
@@ -182,6 +206,11 @@ def items_of_run(run: Any, steps: list[Any]) -> list[ChatItem]:
                               call_id=step.call_id or "", run_id=run.id))
         elif step.kind == "guard":
             items.append(item("guard", step.result or "", name=step.name or "", run_id=run.id))
+        elif step.kind == "selection":
+            text = _preselection_text([_toolbox_label(box) for box in detail.get("selected") or []],
+                                      detail.get("limits") or {})
+            if text:
+                items.append(item("preselected", text, run_id=run.id))
         elif step.kind == "approval":
             items.append(_approval(str(detail.get("reason") or ""), detail.get("label"), step.name, step.arguments,
                                    step.call_id or "", run.id))

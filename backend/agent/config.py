@@ -54,6 +54,9 @@ class AgentConfig(BaseModel):
         approvals: Consequences (backend.actions.base.CONSEQUENCES: send, write, delete, external)
             whose tool calls wait for a person's approval; a mandate's admins may choose otherwise
             per profile (backend.agent.approvals).
+        max_preselected: Toolboxes the selector may attach before round 1, in addition to the
+            initial ones, from the request (backend/agent/selector.py); 0 turns the preselection
+            and seed 004's marketplace budgets off. Sub-agents never preselect.
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
@@ -68,6 +71,7 @@ class AgentConfig(BaseModel):
     model: str | None = None
     mcp_toolboxes: bool = False
     approvals: list[str] = Field(default_factory=list)
+    max_preselected: int = Field(2, ge=0, le=5)
 
     @field_validator("approvals")
     @classmethod
@@ -115,10 +119,12 @@ PROFILES: dict[str, Profile] = {
     # Spec §5.3 starts the editor's chat with core + workflow: 26 tools in round 1, over the
     # 20-tool target of issue 6/17. Its work is the graph, so it starts with workflow and requests
     # core (files, web) or ai when a question needs them.
-    "graphicalEditor": Profile(AgentConfig(initial_toolboxes=["workflow"], available_toolboxes=["core", "ai"])),
+    # It preselects one toolbox at most, so a request that needs files or the web stays near 20 tools.
+    "graphicalEditor": Profile(AgentConfig(initial_toolboxes=["workflow"], available_toolboxes=["core", "ai"],
+                                           max_preselected=1)),
     # A Feature Data Agent reads one instance's tables; it cannot call a sub-agent.
     SUB_AGENT_PROFILE: Profile(AgentConfig(max_rounds=5, max_cost_chf=0.10, initial_toolboxes=[FEATURE_DATA_TOOLBOX],
-                                           available_toolboxes=[], sub_agents=False)),
+                                           available_toolboxes=[], sub_agents=False, max_preselected=0)),
 }
 
 

@@ -45,6 +45,10 @@ class Budget:
     cost_chf: float = 0.0
     per_tool: Counter[str] = field(default_factory=Counter)
     identical: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # Budgets over several tool names together, e.g. seed 004's marketplace rule: group →
+    # (its tool names, calls at most); see backend.agent.selector.group_limits.
+    groups: dict[str, tuple[frozenset[str], int]] = field(default_factory=dict)
+    per_group: Counter[str] = field(default_factory=Counter)
 
     @property
     def max_rounds(self) -> int:
@@ -75,8 +79,15 @@ class Budget:
         allowed = self.config.calls_allowed(tool)
         if self.per_tool[tool] >= allowed:
             return f"suppressed: {tool} may be called at most {allowed} times in one run"
+        mine = [group for group, (names, _) in self.groups.items() if tool in names]
+        for group in mine:
+            names, limit = self.groups[group]
+            if self.per_group[group] >= limit:
+                return (f"suppressed: this request allows at most {limit} calls of {', '.join(sorted(names))} "
+                        f"together ({group}); answer from what you found")
         self.executed += 1
         self.per_tool[tool] += 1
+        self.per_group.update(mine)
         self.identical[key] += 1
         return None
 

@@ -34,6 +34,7 @@ from backend.actions.openai_tools import execute_tool_call, result_for_agent, tr
 from backend.agent import approvals
 from backend.agent.config import QUERY_FEATURE_INSTANCE, REQUEST_TOOLBOX, RESULT_LIMIT, AgentConfig, profile
 from backend.agent.guards import Budget, fit_history
+from backend.agent.selector import Selection, request_text
 from backend.agent.toolset import Toolset
 from backend.ai.client import AiClient, AiError, AiReply, ChatDone, TextDelta, ToolCall, get_ai_client
 from backend.db.models import AgentRun, AgentStep, FeatureInstance, HumanTask, User, utcnow
@@ -84,7 +85,12 @@ class AgentRunner:
         self.client = client
         self.access = AccessContext(session, user)
         self.toolset = Toolset(self.access, instance, self.config)
-        self.budget = Budget(self.config)
+        # Issue 21: toolboxes matching the request are attached before round 1 (never in a sub-agent).
+        self.selection: Selection | None = None
+        if parent is None and self.config.max_preselected > 0:
+            self.selection = self.toolset.preselect(request_text(prompt, history or []))
+        limits = self.toolset.group_limits(self.selection.limits) if self.selection else {}
+        self.budget = Budget(self.config, groups=limits)
         self.system_extra = system_extra
         self._required: frozenset[str] | None = None  # consequences that need approval, looked up once
         self.messages: list[dict[str, Any]] = [*(history or []), {"role": "user", "content": prompt}]
@@ -142,9 +148,16 @@ class AgentRunner:
 
     def begin(self) -> Iterator[AgentEvent]:
         self.fire("start")
+        preselected = self.selection.selected if self.selection else []
         yield self.event("run.started", runId=self.run.id, chatId=self.run.chat_id, profile=self.profile_name,
-                         toolboxes=list(self.toolset.active),
+                         toolboxes=list(self.toolset.active), preselected=preselected,
                          requestable=[t.id for t in self.toolset.requestable()])
+        if self.selection is not None:
+            detail = self.selection.detail()
+            self.record("selection", name=",".join(preselected) or None, detail=detail)
+            yield self.event("toolbox.preselected", toolboxIds=preselected, scores=detail["scores"],
+                             marketplace=detail["marketplace"], limits=detail["limits"],
+                             labels=[self.toolset.registry.toolbox(box).label for box in preselected])
 
     def think(self) -> Iterator[AgentEvent]:
         """One round: a model call with the round's tools; its text streams as it comes."""
@@ -311,6 +324,7 @@ class AgentRunner:
         self.budget = _restored_budget(self.config, state.get("budget") or {})
         self.system_extra = str(state.get("systemExtra") or "")
         self.messages = list(state.get("messages") or [])
+        self.selection = None  # chosen before round 1; the run's toolboxes are kept in run.toolboxes
         self.seq = session.exec(select(func.max(AgentStep.seq)).where(AgentStep.run_id == run.id)).one() or 0
         self.run = run
         self._required = None
@@ -522,11 +536,15 @@ def _budget_state(budget: Budget) -> dict[str, Any]:
     """What a paused run has used, as JSON."""
     return {"rounds": budget.rounds, "executed": budget.executed, "costChf": budget.cost_chf,
             "perTool": dict(budget.per_tool),
-            "identical": [[tool, arguments, count] for (tool, arguments), count in budget.identical.items()]}
+            "identical": [[tool, arguments, count] for (tool, arguments), count in budget.identical.items()],
+            "groups": {group: [sorted(names), limit] for group, (names, limit) in budget.groups.items()},
+            "perGroup": dict(budget.per_group)}
 
 
 def _restored_budget(config: AgentConfig, state: dict[str, Any]) -> Budget:
-    budget = Budget(config)
+    groups = {str(g): (frozenset(names), int(limit)) for g, (names, limit) in (state.get("groups") or {}).items()}
+    budget = Budget(config, groups=groups)
+    budget.per_group.update({str(k): int(v) for k, v in (state.get("perGroup") or {}).items()})
     budget.rounds, budget.executed = int(state.get("rounds") or 0), int(state.get("executed") or 0)
     budget.cost_chf = float(state.get("costChf") or 0.0)
     budget.per_tool.update({str(k): int(v) for k, v in (state.get("perTool") or {}).items()})

@@ -21,6 +21,7 @@ from backend.actions.openai_tools import to_tool_definition, tool_name
 from backend.actions.registry import ActionRegistry
 from backend.actions.toolboxes import MCP_TOOLBOX_PREFIX, Toolbox
 from backend.agent.config import FEATURE_DATA_TOOLBOX, QUERY_FEATURE_INSTANCE, REQUEST_TOOLBOX, AgentConfig
+from backend.agent.selector import Selection, group_limits, select
 from backend.connectors.store import active_connection_types, usable_connections
 from backend.connectors.types import connection_type
 from backend.db.models import FeatureInstance
@@ -87,6 +88,19 @@ class Toolset:
         """Activate a requestable toolbox; returns the names of the tools it adds."""
         self.active.append(box)
         return [tool_name(action.id) for action in self._usable[box]]
+
+    def preselect(self, text: str) -> Selection:
+        """Activate the requestable toolboxes that best match the request `text` (at most
+        config.max_preselected; the rest stay requestable) and return the selection."""
+        selection = select(text, [(box, self._usable[box.id]) for box in self.requestable()],
+                           self.config.max_preselected)
+        for box in selection.selected:
+            self.activate(box)
+        return selection
+
+    def group_limits(self, limits: dict[str, int]) -> dict[str, tuple[frozenset[str], int]]:
+        """Budgets by tool group (e.g. the marketplace rule's) over every tool this run may use."""
+        return group_limits(limits, [action for actions in self._usable.values() for action in actions])
 
     def connections_for(self, box: str) -> list[dict[str, str]]:
         """The active connections the user may use with the tools of `box` (what its tools'

@@ -46,7 +46,7 @@ def test_a_prompt_streams_tools_escalation_and_text_and_the_chat_reopens(page: P
     ai.reply(None, tool_calls=[call("ai_neutralizeData", {"text": "Write to anna.muster@example.com", "names": None,
                                                           "kinds": None}, "c2")])
     ai.reply(ANSWER, pace=0.3)
-    title = f"Neutralise {uuid.uuid4().hex[:6]}"
+    title = f"Hide this {uuid.uuid4().hex[:6]}"  # a prompt that preselects no toolbox (issue 21)
 
     open_workspace(page)
     box = page.locator("#chat-input")

@@ -82,7 +82,7 @@ def test_the_agent_requests_a_toolbox_uses_it_and_answers(api, ai_server):
     ai_server.reply(None, tool_calls=[call("ai_neutralizeData", neutralize, "c2")])
     ai_server.reply("Done: the address is now a placeholder.")
 
-    events = stream(api, "Neutralise: Write to anna.muster@example.com")
+    events = stream(api, "Hide this: Write to anna.muster@example.com")  # preselects no toolbox it has
 
     kinds = [k for k, _ in events]
     assert kinds[0] == "run.started" and kinds[-1] == "final"
@@ -135,7 +135,7 @@ def test_two_toolboxes_requested_in_one_batch_are_both_activated(api, ai_server)
     ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "ai", "reason": "hide data"}, "c1"),
                                       call("requestToolbox", {"toolboxId": "workflow", "reason": "graphs"}, "c2")])
     ai_server.reply("Both are ready.")
-    events = stream(api, "Get ready for data and graphs")
+    events = stream(api, "Get ready for two more jobs")
     assert [e["toolboxId"] for e in of(events, "toolbox.escalated")] == ["ai", "workflow"]
     assert of(events, "final")[0]["text"] == "Both are ready."
     offered = tool_names(ai_server.chat_requests[1])
@@ -398,18 +398,18 @@ def draft_graph(api, workflow_id: str) -> dict[str, Any]:
 
 
 def test_in_the_workspace_the_agent_creates_a_workflow_draft_from_a_description(api, ai_server):
-    """UC-3: the agent requests the workflow toolbox, creates a workflow and builds its draft."""
-    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "workflow", "reason": "build it"}, "u1")])
+    """UC-3: the workflow toolbox is preselected for the request (issue 21); the agent creates a
+    workflow and builds its draft."""
     ai_server.reply(None, tool_calls=[call("workflow_createWorkflow", {"name": "Greeter", "description": "Greets",
                                                                       "editorInstanceId": None}, "u2")])
     ai_server.reply("I created the workflow Greeter.")
     events_prefix = stream(api, "Build a workflow that greets whoever starts it")
-    workflow_id = json.loads(tool_results(ai_server.chat_requests[2])["u2"])["workflowId"]
-    assert of(events_prefix, "toolbox.escalated")[0]["toolboxId"] == "workflow"
+    workflow_id = json.loads(tool_results(ai_server.chat_requests[1])["u2"])["workflowId"]
+    assert of(events_prefix, "toolbox.preselected")[0]["toolboxIds"] == ["workflow"]
+    assert "workflow_createWorkflow" in tool_names(ai_server.chat_requests[0])
 
     ai_server.clear()
     trigger = next(n["id"] for n in draft_graph(api, workflow_id)["nodes"] if n["type"] == "trigger.manual")
-    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "workflow", "reason": "edit"}, "v1")])
     ai_server.reply(None, tool_calls=[
         call("workflow_addNode", {"workflowId": workflow_id, "type": "context.transform", "id": "greet",
                                   "label": None, "editorInstanceId": None,

@@ -269,9 +269,8 @@ def test_a_workflow_reads_the_newest_mail_and_extracts_its_attachment(api, mailb
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-def test_the_agent_requests_the_toolbox_and_reads_the_inbox(api, mailbox, ai_server):
-    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "datasources", "reason": "read mail"},
-                                           "c1")])
+def test_the_agent_is_given_the_toolbox_and_reads_the_inbox(api, mailbox, ai_server):
+    # The request is about mail: the data sources toolbox is preselected for round 1 (issue 21).
     ai_server.reply(None, tool_calls=[call("datasources_listConnections", {}, "c2")])
     ai_server.reply(None, tool_calls=[call("datasources_readContentObjects",
                                            {"connectionId": mailbox.id, "container": "/INBOX", "limit": 1}, "c3")])
@@ -280,10 +279,11 @@ def test_the_agent_requests_the_toolbox_and_reads_the_inbox(api, mailbox, ai_ser
     assert of(events, "final")[0]["text"] == f"Your newest mail is the invoice {TAG}."
     assert [f["name"] for f in of(events, "tool.finished")] == ["datasources_listConnections",
                                                                  "datasources_readContentObjects"]
-    first, second, third, last = ai_server.chat_requests
-    assert "datasources" in request_toolbox_enum(first)
+    first, third, last = ai_server.chat_requests
+    assert "datasources" in of(events, "toolbox.preselected")[0]["toolboxIds"]
+    assert "datasources" not in (request_toolbox_enum(first) or [])
     assert {"datasources_listConnections", "datasources_readContentObjects",
-            "datasources_downloadFromDataSource"} <= set(tool_names(second))
+            "datasources_downloadFromDataSource"} <= set(tool_names(first))
     assert mailbox.id in tool_results(third)["c2"] and mailbox.imap.password not in tool_results(third)["c2"]
     read = json.loads(tool_results(last)["c3"])
     assert f"the {TAG} report is attached" in json.dumps(read)

@@ -29,13 +29,11 @@ def test_without_a_jira_connection_the_toolbox_is_not_offered(api, ai_server, ji
     assert not set(tool_names(request)) & JIRA_TOOLS
 
 
-def test_the_agent_requests_jira_searches_by_jql_and_answers_from_the_issues(api, ai_server, jira, cloud):
+def test_the_agent_is_given_jira_searches_by_jql_and_answers_from_the_issues(api, ai_server, jira, cloud):
     jira.add_issue("OPS", "Printer on floor 3 is jammed", status="To Do", labels=("hardware",))
     jira.add_issue("OPS", "VPN drops every hour", status="In Progress")
     jira.add_issue("WEB", "New banner for the spring sale")
     jql = 'project = OPS AND status != Done ORDER BY created ASC'
-    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "jira", "reason": "look up open tickets"},
-                                           "j1")])
     ai_server.reply(None, tool_calls=[call("jira_searchIssues", {"connectionId": cloud, "jql": jql}, "j2")])
     answer = "Two OPS issues are open: the jammed printer on floor 3 and the VPN that drops every hour."
     ai_server.reply(answer)
@@ -43,10 +41,11 @@ def test_the_agent_requests_jira_searches_by_jql_and_answers_from_the_issues(api
     events = stream(api, "Which Operations tickets are still open?")
 
     assert of(events, "final")[0]["text"] == answer
-    first, second, third = ai_server.chat_requests
-    assert "jira" in request_toolbox_enum(first)
-    assert not set(tool_names(first)) & JIRA_TOOLS  # not in round 1: requested on demand
-    assert "jira_searchIssues" in tool_names(second)
+    first, third = ai_server.chat_requests
+    # A request about tickets: the Jira toolbox is preselected for round 1 (issue 21), not requested.
+    assert of(events, "toolbox.preselected")[0]["toolboxIds"] == ["jira"]
+    assert "jira" not in (request_toolbox_enum(first) or [])
+    assert JIRA_TOOLS <= set(tool_names(first))
     result = json.loads(tool_results(third)["j2"])
     summaries = [issue["summary"] for issue in result["issues"]]
     assert summaries == ["Printer on floor 3 is jammed", "VPN drops every hour"]
@@ -57,7 +56,6 @@ def test_the_agent_requests_jira_searches_by_jql_and_answers_from_the_issues(api
 
 @SQLITE
 def test_a_jql_jira_refuses_reaches_the_model_as_jiras_own_text(api, ai_server, jira, cloud):
-    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "jira", "reason": "search"}, "k1")])
     ai_server.reply(None, tool_calls=[call("jira_searchIssues", {"connectionId": cloud,
                                                                  "jql": "project = OPS AND colour = blue"}, "k2")])
     ai_server.reply("Jira did not understand the search: there is no field 'colour'.")
