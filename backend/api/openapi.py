@@ -110,6 +110,8 @@ EXTRA_STATUSES: dict[tuple[str, str], tuple[int, ...]] = {
 # Extra answers by the end of the path, for routes every agent feature has.
 EXTRA_BY_SUFFIX: dict[tuple[str, str], tuple[int, ...]] = {
     ("post", "/agent/runs/{agentRunId}/cancel"): (409,),  # the run has already finished
+    # the run waits for no approval, or it was decided already; only the user it acts for decides
+    ("post", "/agent/runs/{agentRunId}/approval"): (403, 409),
 }
 
 
