@@ -17,7 +17,7 @@ from tests.e2e.conftest import RunningApp
 from tests.e2e.test_connections_ui import create_connection, tag  # noqa: F401 - tag is a fixture
 from tests.e2e.test_editor_ui import api
 from tests.e2e.test_workspace_mail_agent_ui import ask_in_new_chat, tool_names
-from tests.e2e.test_workspace_ui import call
+from tests.e2e.test_workspace_ui import call, open_workspace
 
 pytestmark = pytest.mark.e2e
 
@@ -38,6 +38,7 @@ def test_an_email_request_gets_email_at_once_and_sending_waits_for_approval_in_t
     ai.reply(reason, tool_calls=[call("email_sendMail", mail, "s1")])
     ai.reply("The report is on its way to Anna.")
 
+    open_workspace(page)
     ask_in_new_chat(page, f"Please send an e-mail to anna@example.com with the quarterly report ({tag})")
 
     card = page.locator(".approval-card").last
