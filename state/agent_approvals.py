@@ -61,10 +61,10 @@ class AgentApprovalsMixin(rx.State, mixin=True):
             return None
         chosen = {c["consequence"] for c in row["choices"] if c["checked"]}
         chosen = chosen | {consequence} if checked else chosen - {consequence}
-        mandate_id, consequences = self.mandate_id, sorted(chosen)
+        mandate_id, consequences = self.mandate_id, [c for c in CONSEQUENCES if c in chosen]
         _ok, event = self._attempt(
             lambda session, user: ApprovalPolicies(AccessContext(session, user), mandate_id).set(profile, consequences),
-            f"Saved: agent runs of {row['label']} now ask before {', '.join(sorted(chosen)) or 'nothing'}.")
+            f"Saved: agent runs of {row['label']} now ask before {', '.join(consequences) or 'nothing'}.")
         return event
 
     @rx.event

@@ -21,7 +21,7 @@ from backend import auth
 from backend.agent import approvals
 from backend.agent import service as agent_service
 from backend.agent.runner import AgentEvent
-from backend.agent.service import AgentChats, AgentRequest
+from backend.agent.service import PROMPT_LIMIT, AgentChats, AgentRequest
 from backend.db import session_scope
 from backend.errors import DomainError
 from backend.rbac.access import AccessContext
@@ -180,6 +180,10 @@ class AgentChatMixin(rx.State, mixin=True):
         reason = self._chat_disabled_reason()
         if reason:
             self.error = reason
+            return None
+        if len(prompt) > PROMPT_LIMIT:  # refused here as the door would: the text stays in the box
+            self.error = (f"Your message has {len(prompt):,} characters; the agent takes at most {PROMPT_LIMIT:,}. "
+                          "Shorten it, or save the text as a file and attach it.")
             return None
         self.error = self.notice = ""
         prompt += self._prompt_appendix()

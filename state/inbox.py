@@ -52,6 +52,9 @@ class TaskRow(TypedDict):
     arguments: str  # …and its arguments, as JSON text
 
 
+AGENT_SOURCE = "AI agent"  # what the Workflow column says for an agent's request to approve a tool call
+
+
 def _time(moment) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else ""
 
@@ -84,7 +87,7 @@ def task_row(task: HumanTask, may_complete: bool, may_cancel: bool, workflow: Wo
     tool = f"{data.get('label') or ''} ({data.get('tool') or ''})" if agent else ""
     return TaskRow(
         id=task.id, title=task.title or "(untitled task)", kind=task.kind, message=task.message or "",
-        workflow_id=workflow_id, workflow_name="AI agent" if agent else (workflow.name if workflow else ""),
+        workflow_id=workflow_id, workflow_name=AGENT_SOURCE if agent else (workflow.name if workflow else ""),
         instance=instance_label, run_id=task.run_id or task.agent_run_id or "",
         run_link="/workspace" if agent else f"/editor/{workflow_id}?run={task.run_id}",
         tool=tool, arguments=json.dumps(data.get("arguments"), indent=2, ensure_ascii=False) if agent else "",
@@ -355,11 +358,13 @@ class InboxState(PageMixin, AuthState):
         """Cancel the open task with the reason typed in the dialog; its run is cancelled."""
         task_id = self.selected_id
         reason = self.cancel_reason.strip() or None
+        agent = any(t["id"] == task_id and t["workflow_name"] == AGENT_SOURCE for t in self.pending_tasks)
 
         def cancel(session, user):
             _inbox(session, user).cancel(task_id, reason)
 
-        ok, event = self._attempt(cancel, "Cancelled the task — its run was cancelled.")
+        ok, event = self._attempt(cancel, "Withdrawn — the agent is told and finishes without the tool call."
+                                  if agent else "Cancelled the task — its run was cancelled.")
         self.cancel_open = False
         if ok:
             self._close()

@@ -139,7 +139,9 @@ def _panel() -> rx.Component:
                 rx.code_block(SELECTED["arguments"], language="json", wrap_long_lines=True, font_size="0.8em",
                               width="100%"),
                 id="task-tool", width="100%", spacing="1")),
-            rx.link(rx.hstack(rx.icon("external-link", size=14), rx.text("Open run"), spacing="1", align="center"),
+            rx.link(rx.hstack(rx.icon("external-link", size=14),
+                              rx.text(rx.cond(SELECTED["tool"] != "", "Open the Workspace", "Open run")),
+                              spacing="1", align="center"),
                     href=SELECTED["run_link"], id="task-run-link", size="2"),
             rx.cond(
                 SELECTED["may_complete"],

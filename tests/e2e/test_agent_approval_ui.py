@@ -7,6 +7,7 @@ test server (aiosmtpd). The Inbox lists the same request with the tool and its a
 
 from __future__ import annotations
 
+import re
 import time
 
 import httpx
@@ -71,3 +72,11 @@ def test_an_email_request_gets_email_at_once_and_sending_waits_for_approval_in_t
     expect(card.locator(".approval-approve")).to_have_count(0)  # decided: no second click
     after = httpx.get(f"{running_app.api_url}/api/tasks?status=completed", headers=headers).json()
     assert any(t["id"] == task["id"] and t["data"]["approved"] is True for t in after)
+
+    # A message over the agent's limit is refused in place, naming the limit; the text stays in the box.
+    box = page.locator("#chat-input")
+    box.fill("Bitte zusammenfassen: " + "x" * 25_000)
+    box.press("Enter")
+    expect(page.locator("#workspace-error")).to_contain_text("at most 20,000")
+    expect(box).to_have_value(re.compile(r"^Bitte zusammenfassen: x+$"))
+    expect(page.locator(".user-message")).to_have_count(1)

@@ -8,7 +8,6 @@ offered in each round; web searches go to a local search server speaking SearXNG
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -97,11 +96,13 @@ def test_a_long_message_and_a_french_request_run(api, ai_server):
     ai_server.reply("Noted.")
     long_message = "Bitte lies das Protokoll und schick es per Mail an das Team. " + "Lorem ipsum dolor. " * 5_300
     assert len(long_message) > 100_000
-    started = time.perf_counter()
-    runner, events = run(api, long_message)
-    assert time.perf_counter() - started < 5  # one model answer included; the selector reads a bounded part
+    runner, events = run(api, long_message)  # how fast: bench/toolbox_selection.py
     assert runner.run.status == "completed" and runner.selection.selected == ["email"]
     assert len(runner.selection.query) <= 200
+    # Typed into the chat or sent by REST, such a message is refused before any run, naming the limit.
+    refused = api.client.post(f"/api/workspace/{workspace_id(api)}/agent", json={"prompt": long_message},
+                              headers=api.auth)
+    assert refused.status_code == 422 and "at most 20,000 characters" in refused.text and "prompt" in refused.text
 
     ai_server.reply("Bien sûr.")
     runner, events = run(api, "Pouvez-vous m'expliquer la différence entre une SA et une Sàrl ?")
