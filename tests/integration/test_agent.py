@@ -36,18 +36,23 @@ def workspace_id(api) -> str:
 def stream(api, prompt: str, chat_id: str | None = None, instance_id: str | None = None,
            headers: dict[str, str] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """POST the prompt to the agent endpoint; the server-sent events as (type, data)."""
-    events: list[tuple[str, dict[str, Any]]] = []
     url = f"/api/workspace/{instance_id or workspace_id(api)}/agent"
     body = {"prompt": prompt, **({"chatId": chat_id} if chat_id else {})}
     with api.client.stream("POST", url, json=body, headers=headers or api.auth) as response:
         assert response.status_code == 200, response.read()
-        assert response.headers["content-type"].startswith("text/event-stream")
-        kind = None
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                kind = line[len("event: "):]
-            elif line.startswith("data: "):
-                events.append((kind, json.loads(line[len("data: "):])))
+        return sse_events(response)
+
+
+def sse_events(response) -> list[tuple[str, dict[str, Any]]]:
+    """The server-sent events of a streamed answer as (type, data)."""
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events: list[tuple[str, dict[str, Any]]] = []
+    kind = None
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            kind = line[len("event: "):]
+        elif line.startswith("data: "):
+            events.append((kind, json.loads(line[len("data: "):])))
     return events
 
 
@@ -444,16 +449,10 @@ def test_the_editor_chat_knows_the_graph_and_changes_it_with_validated_tools(api
         call("workflow_connectNodes", {"workflowId": workflow_id, "source": "start", "target": "pause",
                                        "sourceHandle": None, "editorInstanceId": None}, "e3")])
     ai_server.reply("Added a 5 second wait after the start.")
-    events: list[tuple[str, dict[str, Any]]] = []
     with api.client.stream("POST", f"{api.base()}/workflows/{workflow_id}/agent",
                            json={"prompt": "Wait five seconds after the start"}, headers=api.auth) as response:
         assert response.status_code == 200
-        kind = None
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                kind = line[7:]
-            elif line.startswith("data: "):
-                events.append((kind, json.loads(line[6:])))
+        events = sse_events(response)
     first = ai_server.chat_requests[0]
     assert "workflow_addNode" in tool_names(first) and "requestToolbox" in tool_names(first)
     # The editor's chat starts with the graph's tools; files and the web (core) come on request.

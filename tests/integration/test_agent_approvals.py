@@ -24,7 +24,7 @@ from backend.api.app import create_api
 from backend.db.models import utcnow
 from backend.engine.timers import expire_due_tasks
 from tests.integration.conftest import ADMIN_PASSWORD
-from tests.integration.test_agent import call, of, stream, tool_results, workspace_id
+from tests.integration.test_agent import call, of, sse_events, stream, tool_results, workspace_id
 from tests.mail_servers import imap_server, smtp_server
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -57,17 +57,10 @@ def approval_stream(api, run_id: str, approved: bool, client: TestClient | None 
     """POST the chat's decision; (status, the continued run's events)."""
     client = client or api.client
     url = f"/api/workspace/{workspace_id(api)}/agent/runs/{run_id}/approval"
-    events: list[tuple[str, dict[str, Any]]] = []
     with client.stream("POST", url, json={"approved": approved}, headers=auth or api.auth) as response:
         if response.status_code != 200:
             return response.status_code, [("body", json.loads(response.read()))]
-        kind = None
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                kind = line[len("event: "):]
-            elif line.startswith("data: "):
-                events.append((kind, json.loads(line[len("data: "):])))
-    return 200, events
+        return 200, sse_events(response)
 
 
 def agent_run(api, run_id: str) -> dict[str, Any]:
