@@ -21,7 +21,7 @@ from backend.agent import approvals
 from backend.agent.config import PROFILES
 from backend.agent.runner import AgentEvent, AgentRunner
 from backend.db import get_engine
-from backend.db.models import AgentChat, AgentRun, AgentStep, FeatureInstance, User, utcnow
+from backend.db.models import AgentChat, AgentRun, AgentStep, FeatureInstance, HumanTask, User, utcnow
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from backend.names import clean_name
 from backend.rbac.access import AccessContext
@@ -265,6 +265,8 @@ class AgentChats(Door):
             if runs else []
         for run in [*subs, *runs]:
             session.execute(delete(AgentStep).where(AgentStep.run_id == run.id))
+        if runs:  # the approvals its runs asked for go with them (a waiting one leaves the Inbox)
+            session.execute(delete(HumanTask).where(HumanTask.agent_run_id.in_([r.id for r in runs])))
         session.flush()
         for run in [*subs, *runs]:
             session.delete(run)

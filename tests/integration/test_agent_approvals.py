@@ -27,7 +27,9 @@ from tests.integration.conftest import ADMIN_PASSWORD
 from tests.integration.test_agent import call, of, sse_events, stream, tool_results, workspace_id
 from tests.mail_servers import imap_server, smtp_server
 
-pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+BOTH = pytest.mark.parametrize("db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)],
+                               indirect=True)
 
 REASON = "The user asked me to send the report to Anna."
 
@@ -91,6 +93,7 @@ def paused_run(api, ai_server, mailbox) -> tuple[str, dict[str, Any], list]:
     return run_id, task, events
 
 
+@SQLITE
 def test_send_mail_waits_for_approval_and_runs_exactly_once_when_approved(api, ai_server, mailbox):
     _connection_id, smtp = mailbox
     run_id, task, events = paused_run(api, ai_server, mailbox)
@@ -124,6 +127,7 @@ def test_send_mail_waits_for_approval_and_runs_exactly_once_when_approved(api, a
     assert len(smtp.received) == 1
 
 
+@SQLITE
 def test_declined_in_the_inbox_the_agent_is_told_and_answers(api, ai_server, mailbox):
     _connection_id, smtp = mailbox
     run_id, task, _events = paused_run(api, ai_server, mailbox)
@@ -139,6 +143,7 @@ def test_declined_in_the_inbox_the_agent_is_told_and_answers(api, ai_server, mai
     assert [t["id"] for t in history if t["agentRunId"] == run_id] == [task["id"]]
 
 
+@BOTH
 def test_two_approvals_at_once_run_the_tool_once(api, ai_server, mailbox):
     _connection_id, smtp = mailbox
     run_id, task, _events = paused_run(api, ai_server, mailbox)
@@ -160,6 +165,7 @@ def test_two_approvals_at_once_run_the_tool_once(api, ai_server, mailbox):
     assert len(smtp.received) == 1
 
 
+@SQLITE
 def test_an_expired_or_cancelled_approval_is_told_to_the_agent(api, ai_server, mailbox):
     _connection_id, smtp = mailbox
     run_id, _task, _events = paused_run(api, ai_server, mailbox)
@@ -179,6 +185,7 @@ def test_an_expired_or_cancelled_approval_is_told_to_the_agent(api, ai_server, m
     assert smtp.received == []
 
 
+@SQLITE
 def test_a_waiting_run_survives_a_restart_and_goes_on_after_it(api, ai_server, mailbox):
     _connection_id, smtp = mailbox
     run_id, _task, _events = paused_run(api, ai_server, mailbox)
@@ -192,6 +199,7 @@ def test_a_waiting_run_survives_a_restart_and_goes_on_after_it(api, ai_server, m
     assert len(smtp.received) == 1 and agent_run(api, run_id)["status"] == "completed"
 
 
+@SQLITE
 def test_a_decision_taken_before_a_restart_is_acted_on_at_start(api, ai_server, mailbox):
     from sqlmodel import select
 
@@ -211,6 +219,7 @@ def test_a_decision_taken_before_a_restart_is_acted_on_at_start(api, ai_server, 
     assert len(smtp.received) == 1
 
 
+@SQLITE
 def test_admins_choose_what_needs_approval_per_profile(api, ai_server, mailbox):
     mandate_id = api.client.get("/api/me", headers=api.auth).json()["mandates"][0]["id"]
     url = f"/api/mandates/{mandate_id}/agent-approvals"
@@ -230,3 +239,26 @@ def test_admins_choose_what_needs_approval_per_profile(api, ai_server, mailbox):
 
     reset = api.client.delete(f"{url}/workspace", headers=api.auth)
     assert reset.json()["consequences"] == ["send", "delete"] and not reset.json()["customised"]
+
+
+@SQLITE
+def test_a_chat_with_a_waiting_run_can_be_deleted_and_its_request_leaves_the_inbox(api, ai_server, mailbox):
+    run_id, task, events = paused_run(api, ai_server, mailbox)
+    chat_id = events[0][1]["chatId"]
+    deleted = api.client.delete(f"/api/workspace/{workspace_id(api)}/agent/chats/{chat_id}", headers=api.auth)
+    assert deleted.status_code == 204, deleted.text
+    assert all(t["id"] != task["id"] for t in api.client.get("/api/tasks", headers=api.auth).json())
+    gone = api.client.post(f"/api/tasks/{task['id']}/complete", json={"data": {"approved": True}}, headers=api.auth)
+    assert gone.status_code == 404
+
+
+@SQLITE
+def test_cancelling_a_waiting_run_withdraws_its_request(api, ai_server, mailbox):
+    _connection_id, smtp = mailbox
+    run_id, task, _events = paused_run(api, ai_server, mailbox)
+    cancelled = api.client.post(f"/api/workspace/{workspace_id(api)}/agent/runs/{run_id}/cancel", headers=api.auth)
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    history = {t["id"]: t for t in api.client.get("/api/tasks?status=cancelled", headers=api.auth).json()}
+    assert history[task["id"]]["data"]["cancelReason"] == "the agent run was cancelled"
+    status, body = approval_stream(api, run_id, approved=True)
+    assert status == 409 and "cancelled" in body[0][1]["detail"] and smtp.received == []
