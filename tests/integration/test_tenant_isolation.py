@@ -143,12 +143,14 @@ PATH_IDS: dict[str, Callable[[Tenant, str], str]] = {
     "templateId": lambda t, path: "expense-approval",
     "type": lambda t, path: "msft",  # a connection type (/api/connections/oauth/{type}/…)
     "clientId": lambda t, path: "walk-client",  # an OAuth client of an external MCP server (oauth.clientId)
+    "profile": lambda t, path: "workspace",  # an agent profile (/api/mandates/{mandateId}/agent-approvals/{profile})
 }
 # Id parameters of objects every tenant shares (no tenant's data): the foreign-id walk skips them.
 SHARED_IDS: dict[str, str] = {
     "templateId": "workflow templates are built in, the same for every tenant (backend/workflows/templates.py)",
     "type": "connection types are built in, the same for every tenant (backend/connectors/types.py)",
     "clientId": "the OAuth client id an external MCP server's token endpoint knows, no object of PowerOn",
+    "profile": "agent profiles are built in, the same for every tenant (backend/agent/config.py)",
 }
 # Values for body properties that must look right for the route to reach its checks.
 EXAMPLES: dict[str, Any] = {
