@@ -79,17 +79,36 @@ class Budget:
         allowed = self.config.calls_allowed(tool)
         if self.per_tool[tool] >= allowed:
             return f"suppressed: {tool} may be called at most {allowed} times in one run"
-        mine = [group for group, (names, _) in self.groups.items() if tool in names]
-        for group in mine:
-            names, limit = self.groups[group]
+        mine = {group: (names, limit) for group, (names, limit) in self.groups.items() if tool in names}
+        for group, (names, limit) in mine.items():
             if self.per_group[group] >= limit:
                 return (f"suppressed: this request allows at most {limit} calls of {', '.join(sorted(names))} "
                         f"together ({group}); answer from what you found")
         self.executed += 1
         self.per_tool[tool] += 1
-        self.per_group.update(mine)
+        self.per_group.update(mine.keys())
         self.identical[key] += 1
         return None
+
+
+def budget_state(budget: Budget) -> dict[str, Any]:
+    """What a run has used, as JSON (kept while it waits for an approval)."""
+    return {"rounds": budget.rounds, "executed": budget.executed, "costChf": budget.cost_chf,
+            "perTool": dict(budget.per_tool),
+            "identical": [[tool, arguments, count] for (tool, arguments), count in budget.identical.items()],
+            "groups": {group: [sorted(names), limit] for group, (names, limit) in budget.groups.items()},
+            "perGroup": dict(budget.per_group)}
+
+
+def restored_budget(config: AgentConfig, state: dict[str, Any]) -> Budget:
+    """The Budget :func:`budget_state` wrote, under `config`."""
+    groups = {str(g): (frozenset(names), int(limit)) for g, (names, limit) in (state.get("groups") or {}).items()}
+    budget = Budget(config, rounds=int(state.get("rounds") or 0), executed=int(state.get("executed") or 0),
+                    cost_chf=float(state.get("costChf") or 0.0), groups=groups)
+    budget.per_tool.update({str(k): int(v) for k, v in (state.get("perTool") or {}).items()})
+    budget.identical.update({(str(t), str(a)): int(n) for t, a, n in state.get("identical") or []})
+    budget.per_group.update({str(k): int(v) for k, v in (state.get("perGroup") or {}).items()})
+    return budget
 
 
 def fit_history(messages: list[dict[str, Any]], limit: int = HISTORY_RESULTS_LIMIT) -> int:

@@ -33,7 +33,7 @@ from backend.actions.base import ActionContext
 from backend.actions.openai_tools import execute_tool_call, result_for_agent, truncate_for_agent
 from backend.agent import approvals
 from backend.agent.config import QUERY_FEATURE_INSTANCE, REQUEST_TOOLBOX, RESULT_LIMIT, AgentConfig, profile
-from backend.agent.guards import Budget, fit_history
+from backend.agent.guards import Budget, budget_state, fit_history, restored_budget
 from backend.agent.selector import Selection, request_text
 from backend.agent.toolset import Toolset
 from backend.ai.client import AiClient, AiError, AiReply, ChatDone, TextDelta, ToolCall, get_ai_client
@@ -211,8 +211,8 @@ class AgentRunner:
                 yield from self.escalate(call.id, call.arguments)
             elif call.name == QUERY_FEATURE_INSTANCE:
                 yield from self.call_sub_agent(call.id, call.arguments)
-            elif self.approval_needed(call.name):
-                yield from self.ask_approval(call, calls[index + 1:], reason)
+            elif needed := self.approval_needed(call.name):
+                yield from self.ask_approval(call, needed, calls[index + 1:], reason)
             else:
                 yield from self.call_tool(call.id, call.name, call.arguments)
         cut = fit_history(self.messages)
@@ -257,16 +257,17 @@ class AgentRunner:
                                                              self.profile_name, self.config.approvals)
         return approvals.needs_approval(action, self._required)
 
-    def ask_approval(self, call: ToolCall, rest: list[ToolCall], reason: str) -> Iterator[AgentEvent]:
-        """Open the approval task, keep what the run continues from, and pause."""
+    def ask_approval(self, call: ToolCall, consequences: frozenset[str], rest: list[ToolCall],
+                     reason: str) -> Iterator[AgentEvent]:
+        """Open the approval task for `call` (whose `consequences` need it), keep what the run
+        continues from, and pause."""
         action = self.toolset.action_for(call.name)
-        consequences = self.approval_needed(call.name)
         arguments = _parsed(call.arguments)
         task = approvals.open_task(self.session, self.run, call.id, call.name, action, arguments, reason,
                                    consequences)
         self.session.flush()
         self.run.resume_state = {"taskId": task.id, "reason": reason, "calls": [c.to_dict() for c in [call, *rest]],
-                                 "messages": self.messages, "budget": _budget_state(self.budget),
+                                 "messages": self.messages, "budget": budget_state(self.budget),
                                  "systemExtra": self.system_extra}
         self.record("approval", commit=False, name=call.name, call_id=call.id, arguments=arguments,
                     detail={"taskId": task.id, "label": action.label, "reason": reason,
@@ -321,7 +322,7 @@ class AgentRunner:
         self.access = AccessContext(session, user)
         self.toolset = Toolset(self.access, instance, self.config)
         self.toolset.active = [box for box in run.toolboxes or [] if box in self.toolset._usable]
-        self.budget = _restored_budget(self.config, state.get("budget") or {})
+        self.budget = restored_budget(self.config, state.get("budget") or {})
         self.system_extra = str(state.get("systemExtra") or "")
         self.messages = list(state.get("messages") or [])
         self.selection = None  # chosen before round 1; the run's toolboxes are kept in run.toolboxes
@@ -530,26 +531,6 @@ class AgentRunner:
         if self.system_extra:
             lines.append(self.system_extra)
         return "\n".join(lines)
-
-
-def _budget_state(budget: Budget) -> dict[str, Any]:
-    """What a paused run has used, as JSON."""
-    return {"rounds": budget.rounds, "executed": budget.executed, "costChf": budget.cost_chf,
-            "perTool": dict(budget.per_tool),
-            "identical": [[tool, arguments, count] for (tool, arguments), count in budget.identical.items()],
-            "groups": {group: [sorted(names), limit] for group, (names, limit) in budget.groups.items()},
-            "perGroup": dict(budget.per_group)}
-
-
-def _restored_budget(config: AgentConfig, state: dict[str, Any]) -> Budget:
-    groups = {str(g): (frozenset(names), int(limit)) for g, (names, limit) in (state.get("groups") or {}).items()}
-    budget = Budget(config, groups=groups)
-    budget.per_group.update({str(k): int(v) for k, v in (state.get("perGroup") or {}).items()})
-    budget.rounds, budget.executed = int(state.get("rounds") or 0), int(state.get("executed") or 0)
-    budget.cost_chf = float(state.get("costChf") or 0.0)
-    budget.per_tool.update({str(k): int(v) for k, v in (state.get("perTool") or {}).items()})
-    budget.identical.update({(str(t), str(a)): int(n) for t, a, n in state.get("identical") or []})
-    return budget
 
 
 def _parsed(arguments: str) -> Any:

@@ -78,7 +78,6 @@ SYNONYMS = {"email": "mail", "emails": "mail", "mails": "mail", "todo": "task", 
             "aufgabe": "task", "aufgaben": "task", "ticket": "issue", "tickets": "issue", "vorgang": "issue",
             "bug": "issue", "bugs": "issue", "inbox": "posteingang", "chart": "diagramm", "charts": "diagramm"}
 SUFFIXES = ("ungen", "ung", "en", "er", "es", "e", "s", "n")
-TOOL_DESCRIPTIONS = True
 STEM_LENGTH = 20  # tokens are cut to this many characters after trimming one suffix
 COMPOUND_PART = 5  # a German compound unknown to the index counts as its known head or tail this long at least
 EXAMPLE_WEIGHT = 2  # the example requests count this many times (tool descriptions once, first sentence only)
@@ -118,10 +117,8 @@ def request_text(prompt: str, history: Sequence[dict[str, Any]] = (), files: Ite
 def _document(box: Toolbox, tools: Sequence[Action]) -> list[str]:
     """The tokens of one toolbox's document: label, description, examples and its tools."""
     texts = [box.label, box.description, *box.examples] * EXAMPLE_WEIGHT
-    for tool in tools:
-        texts += [tool_name(tool.id).replace("_", " "), tool.label]
-        if not box.examples or TOOL_DESCRIPTIONS:  # an MCP toolbox has its tools' descriptions only
-            texts.append(_first_sentence(tool.description))
+    for tool in tools:  # an MCP toolbox has no examples: its tools say what it is for
+        texts += [tool_name(tool.id).replace("_", " "), tool.label, _first_sentence(tool.description)]
     return tokens("\n".join(texts))
 
 
@@ -180,16 +177,30 @@ class Selection:
 def rank(text: str, extra: Sequence[tuple[Toolbox, Sequence[Action]]] = ()) -> dict[str, float]:
     """BM25 score of every toolbox document (the spec's toolboxes, `marketplace` and `extra`,
     e.g. a mandate's MCP toolboxes) for `text`."""
-    documents = list(_static_documents()) + [(box.id, tuple(_document(box, tools))) for box, tools in extra]
-    known = {token for _, doc in documents for token in doc}
+    if extra:
+        documents = (*_static_documents(), *((box.id, tuple(_document(box, tools))) for box, tools in extra))
+        index, known = _index(documents)
+    else:  # the usual case: the catalogue's index, built once
+        documents = _static_documents()
+        index, known = _static_index()
     query = [part for token in dict.fromkeys(tokens(text)) for part in _compound_parts(token, known)]
     query = [token for token in dict.fromkeys(query) if token in known][:MAX_QUERY_TOKENS]
     if not query:
         return {box: 0.0 for box, _ in documents}
-    index = bm25s.BM25(k1=K1, b=B)
-    index.index([list(doc) or ["∅"] for _, doc in documents], show_progress=False)
     scores = index.get_scores(query)
     return {box: float(score) for (box, _), score in zip(documents, scores, strict=True)}
+
+
+def _index(documents: Sequence[tuple[str, tuple[str, ...]]]) -> tuple[bm25s.BM25, frozenset[str]]:
+    """A BM25 index of `documents` and the tokens they know."""
+    index = bm25s.BM25(k1=K1, b=B)
+    index.index([list(doc) or ["∅"] for _, doc in documents], show_progress=False)
+    return index, frozenset(token for _, doc in documents for token in doc)
+
+
+@functools.cache
+def _static_index() -> tuple[bm25s.BM25, frozenset[str]]:
+    return _index(_static_documents())
 
 
 def select(text: str, requestable: Sequence[tuple[Toolbox, Sequence[Action]]], limit: int) -> Selection:
