@@ -17,6 +17,9 @@ from state.permissions import requires
 
 GRAPHICAL_EDITOR = "graphicalEditor"
 WORKSPACE = "workspace"
+TRUSTEE = "trustee"
+CHATBOT = "chatbot"
+COMMCOACH = "commcoach"
 
 
 class NotSignedIn(Exception):
@@ -36,6 +39,9 @@ class AuthState(rx.State):
     nav_loaded: bool = False
     nav_graphical_editor: bool = False
     nav_workspace: bool = False
+    nav_trustee: bool = False
+    nav_chatbot: bool = False
+    nav_commcoach: bool = False
     nav_admin: bool = False
 
     @contextmanager
@@ -56,7 +62,8 @@ class AuthState(rx.State):
         """Remember who is signed in and which navigation entries they may see.
 
         Workflows, Editor, Monitor and Inbox need a Graphical Editor instance the user may
-        open, Workspace a Workspace instance, Admin what the administration door says
+        open, Workspace, Trustee, Chatbot and Coach an instance
+        of their feature, Admin what the administration door says
         (`Administration.navigation_rights`).
 
         Args:
@@ -67,12 +74,16 @@ class AuthState(rx.State):
         access = AccessContext(session, user)
         self.nav_graphical_editor = bool(access.visible_instances(GRAPHICAL_EDITOR))
         self.nav_workspace = bool(access.visible_instances(WORKSPACE))
+        self.nav_trustee = bool(access.visible_instances(TRUSTEE))
+        self.nav_chatbot = bool(access.visible_instances(CHATBOT))
+        self.nav_commcoach = bool(access.visible_instances(COMMCOACH))
         self.nav_admin = Administration(access).navigation_rights()
         self.nav_loaded = True
 
     def _forget_navigation(self) -> None:
         self.nav_loaded = False
         self.nav_graphical_editor = self.nav_workspace = self.nav_admin = False
+        self.nav_trustee = self.nav_chatbot = self.nav_commcoach = False
 
     @rx.event
     @requires("authenticated")
