@@ -82,6 +82,8 @@ class FeatureInstance(SQLModel, table=True):
     mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
     feature_code: str = Field(max_length=64, index=True)
     label: str = Field(max_length=200)
+    # The instance's own configuration, as its feature defines it (a Chatbot's prompt and data source).
+    settings: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}"))
     sys_created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -532,6 +534,8 @@ class AgentChat(SQLModel, table=True):
     mandate_id: str = Field(foreign_key="mandate.id", index=True, max_length=32)
     feature_instance_id: str = Field(foreign_key="feature_instance.id", index=True, max_length=32)
     title: str = Field(default="", max_length=200)
+    # What the conversation came to, saved by features that keep one (a Coach's session summary).
+    summary: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     sys_created_by: str = Field(foreign_key="user_account.id", index=True, max_length=32)
     sys_created_at: datetime = Field(default_factory=utcnow)
     sys_modified_at: datetime = Field(default_factory=utcnow)
