@@ -39,8 +39,8 @@ def test_every_profile_is_a_feature_but_the_feature_data_agent():
 def test_profiles_are_copies():
     profile("workspace").available_toolboxes.append("nonsense")
     assert "nonsense" not in profile("workspace").available_toolboxes
-    with pytest.raises(KeyError, match="unknown agent profile 'commcoach'"):
-        profile("commcoach")
+    with pytest.raises(KeyError, match="unknown agent profile 'nonsense'"):
+        profile("nonsense")
 
 
 @action("jira.readIssues", toolbox="trustee", label="Read", description="Reads issues.", params=NoParameters,
