@@ -209,6 +209,16 @@ def build_tenant(name: str) -> Tenant:
                                         prompt=f"Question of {name}", status="completed",
                                         answer=f"Answer of {name}", sys_created_by=admin.id)
             session.add(agent_runs[code])
+        if "commcoach" in instances:  # CommCoach's chat and run (issue 22), made as for the features above
+            chats["commcoach"] = AgentChat(mandate_id=mandate.id, feature_instance_id=instances["commcoach"].id,
+                                           title=f"Chat of {name}", sys_created_by=admin.id)
+            session.add(chats["commcoach"])
+            session.flush()
+            agent_runs["commcoach"] = AgentRun(chat_id=chats["commcoach"].id, mandate_id=mandate.id,
+                                               feature_instance_id=instances["commcoach"].id, profile="commcoach",
+                                               prompt=f"Question of {name}", status="completed",
+                                               answer=f"Answer of {name}", sys_created_by=admin.id)
+            session.add(agent_runs["commcoach"])
         notification = Notification(user_id=admin.id, mandate_id=mandate.id, kind="run.failed",
                                     title=f"Workflow of {name} failed", message=f"Error of {name}",
                                     workflow_id=workflow.id, run_id=run.id)

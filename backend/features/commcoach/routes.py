@@ -27,6 +27,9 @@ from backend.features.commcoach.main import FEATURE_CODE
 from backend.rbac.access import AccessContext
 
 router = APIRouter(prefix="/{instanceId}", tags=["commcoach"])
+AI_UNAVAILABLE = {503: {"description": "No AI provider is configured, or it failed; `detail` says which (nothing "
+                                       "is saved).",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}}}}
 
 
 class CoachSettingsOut(CamelModel):
@@ -79,7 +82,7 @@ def get_summary(iface: Coach, chat_id: ChatId) -> ChatSummaryOut:
     return _summary_out(iface.chat_summary(chat_id))
 
 
-@router.post("/agent/chats/{chatId}/summary", response_model=ChatSummaryOut,
+@router.post("/agent/chats/{chatId}/summary", response_model=ChatSummaryOut, responses=AI_UNAVAILABLE,
              **declared_by(CommCoachInterface.summarise_chat))
 def summarise(iface: Coach, chat_id: ChatId) -> ChatSummaryOut:
     """Summarise the session (key topics, what went well, what to practise next) with the AI model and
