@@ -7,6 +7,7 @@ import reflex as rx
 from backend.api.app import create_api
 from backend.runtime import start_background_services
 from poweron_app.pages.admin import admin_page
+from poweron_app.pages.coach import coach_page
 from poweron_app.pages.connections import connections_page
 from poweron_app.pages.editor import editor_page
 from poweron_app.pages.forms import form_page
@@ -20,6 +21,7 @@ from poweron_app.pages.workflows import workflows_page
 from poweron_app.pages.workspace import workspace_page
 from state.admin import AdminState
 from state.auth import AuthState
+from state.coach import CoachState
 from state.connections import ConnectionsState
 from state.editor import EditorState
 from state.forms import FormPageState
@@ -62,6 +64,7 @@ app.add_page(login_page, route="/login", title="Sign in · PowerOn",
              on_load=[AuthState.redirect_signed_in, SsoState.check_enabled])
 app.add_page(workflows_page, route="/workflows", title="Workflows · PowerOn", on_load=WorkflowsState.load)
 app.add_page(workspace_page, route="/workspace", title="Workspace · PowerOn", on_load=WorkspaceState.load)
+app.add_page(coach_page, route="/coach", title="Coach · PowerOn", on_load=CoachState.load)
 app.add_page(monitor_page, route="/monitor", title="Monitor · PowerOn", on_load=MonitorState.load)
 app.add_page(admin_page, route="/admin", title="Admin · PowerOn", on_load=AdminState.load)
 app.add_page(tokens_page, route="/tokens", title="API tokens · PowerOn", on_load=TokensState.load)
