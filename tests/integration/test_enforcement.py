@@ -257,6 +257,10 @@ def _id_for_name(name: str, tenant: Tenant, state_cls: type) -> str | None:
     ids = _ids_by_name(tenant)
     if "instance" in lowered and "workspace" in state_cls.__module__:
         return tenant.instances["workspace"]
+    if "instance" in lowered and state_cls.__module__ == "state.coach":  # the Coach page: A's CommCoach
+        return tenant.instances["commcoach"]
+    if "chat" in lowered and state_cls.__module__ == "state.coach":
+        return tenant.chat_ids["commcoach"]
     for fragment, value in ids.items():
         if fragment in lowered:
             return value
