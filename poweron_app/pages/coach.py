@@ -27,7 +27,7 @@ def summary_card() -> rx.Component:
             rx.hstack(rx.icon("notebook-pen", size=16), rx.text("Session summary", weight="bold", size="2"),
                       align="center", spacing="2"),
             rx.box(rx.markdown(CoachState.summary), id="coach-summary-text", font_size="0.9em",
-                   style={"& p": {"margin": "0.35em 0 0.1em"}, "& ul": {"margin": "0 0 0.2em"},
+                   style={"& p": {"margin": "0.35em 0 0.1em"}, "& ul": {"margin": "0 0 0.2em", "paddingLeft": "1.4em"},
                           "& li": {"margin": "0"}}),
             id="coach-summary", width="100%", max_height="18em", overflow_y="auto", flex_shrink="0",
         ),

@@ -7,6 +7,7 @@ send a message, see the coach's scripted reply (the persona reached the model), 
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from pathlib import Path
@@ -21,7 +22,9 @@ from tests.e2e.test_workflows_ui import sign_in
 pytestmark = __import__("pytest").mark.e2e
 
 SHOTS = Path("/tmp/shots22")
+VIEWER_PASSWORD = "viewer-pass-123"
 PERSONA = "You coach the user for a salary negotiation. Ask one question at a time and quote their wording."
+NEW_PERSONA = "You coach the user for presentations to the board. Be brief."
 REPLY = "Good start. What number do you have in mind, and why is it fair?"
 SUMMARY = ("**Key topics**\n- Opening a salary negotiation\n\n**What went well**\n- A clear, polite opening\n\n"
            "**What to practise next**\n- Name your number first and give one reason for it")
@@ -77,14 +80,22 @@ def test_a_coaching_chat_is_answered_and_its_session_summarised(page: Page, runn
     expect(page.locator("#coach-summarise")).to_have_text("Summarise again")
     assert prompt in ai.last_chat.user_text and REPLY in ai.last_chat.user_text
 
-    # The persona is shown in the settings panel to whoever may change it.
-    page.locator("#coach-persona").click()
-    expect(page.locator("#coach-persona-input")).to_have_value(PERSONA)
-    page.locator("#coach-persona-close").click()
-    expect(page.locator("#coach-persona-input")).to_have_count(0)
-
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "coach.png"), full_page=True)
+
+    # The persona is edited in its panel by whoever may configure; the next turn uses it.
+    page.locator("#coach-persona").click()
+    persona = page.locator("#coach-persona-input")
+    expect(persona).to_have_value(PERSONA)
+    persona.fill(NEW_PERSONA)
+    page.locator("#coach-persona-save").click()
+    expect(page.locator("#coach-notice")).to_contain_text("persona is saved")
+    expect(persona).to_have_count(0)
+    ai.reply("Which sentence would you open with?")
+    page.locator("#chat-input").fill("Let us go on.")
+    page.locator("#chat-input").press("Enter")
+    expect(page.locator(".assistant-message").last).to_have_text("Which sentence would you open with?")
+    assert NEW_PERSONA in ai.last_chat.system_text and PERSONA not in ai.last_chat.system_text
 
     # A new chat has no summary; the first one reopens with its own.
     page.locator("#chat-new").click()
@@ -93,3 +104,48 @@ def test_a_coaching_chat_is_answered_and_its_session_summarised(page: Page, runn
     page.locator(".chat-item", has_text=prompt).locator(".chat-title").click()
     expect(page.locator("#chat-heading")).to_have_text(prompt)
     expect(page.locator("#coach-summary")).to_contain_text("Name your number first")
+
+
+def test_a_viewer_reads_the_chats_and_summaries_but_cannot_chat_summarise_or_change_the_persona(
+        page: Page, running_app: RunningApp):
+    ai = running_app.ai
+    ai.clear()
+    instance, label = create_coach(running_app)
+    api, headers = running_app.api_url, admin_headers(running_app)
+    prompt = f"Help me give feedback to a colleague {uuid.uuid4().hex[:4]}"
+    ai.reply("What happened, in two sentences?")
+    with httpx.stream("POST", f"{api}/api/commcoach/{instance}/agent", headers=headers, json={"prompt": prompt},
+                      timeout=60) as response:
+        assert response.status_code == 200
+        events = [json.loads(line[len("data: "):]) for line in response.iter_lines() if line.startswith("data: ")]
+    chat_id = events[0]["chatId"]
+    assert events[-1]["text"] == "What happened, in two sentences?"
+    ai.reply("**Key topics**\n- Feedback to a colleague")
+    assert httpx.post(f"{api}/api/commcoach/{instance}/agent/chats/{chat_id}/summary", headers=headers,
+                      timeout=60).status_code == 200
+    me = httpx.get(f"{api}/api/me", headers=headers).json()
+    mandate = next(m["id"] for m in me["mandates"] if m["name"] == "Default")
+    username = f"vera-{uuid.uuid4().hex[:6]}"
+    user = httpx.post(f"{api}/api/mandates/{mandate}/users", headers=headers,
+                      json={"username": username, "password": VIEWER_PASSWORD, "roles": ["viewer"]})
+    assert user.status_code == 201, user.text
+    granted = httpx.post(f"{api}/api/instances/{instance}/access", headers=headers,
+                         json={"userId": user.json()["id"], "roles": ["commcoach-viewer"]})
+    assert granted.status_code == 200, granted.text
+
+    sign_in(page, username, VIEWER_PASSWORD)
+    page.locator("#nav-coach").click()
+    expect(page).to_have_url(re.compile(r"/coach$"), timeout=30_000)
+    expect(page.locator("#instance-header")).to_contain_text(label)
+    expect(page.locator("#chat-disabled-reason")).to_contain_text("not talk to the coach")
+    expect(page.locator("#chat-input")).to_have_count(0)
+    expect(page.locator("#chat-new")).to_have_count(0)
+    page.locator(".chat-item", has_text=prompt).locator(".chat-title").click()
+    expect(page.locator("#chat-heading")).to_have_text(prompt)
+    expect(page.locator(".assistant-message").last).to_have_text("What happened, in two sentences?")
+    expect(page.locator("#coach-summary")).to_contain_text("Feedback to a colleague")
+    expect(page.locator("#coach-summarise")).to_have_count(0)
+    page.locator("#coach-persona").click()
+    expect(page.locator("#coach-persona-input")).to_have_value(PERSONA)
+    expect(page.locator("#coach-persona-input")).to_have_attribute("readonly", "")
+    expect(page.locator("#coach-persona-save")).to_have_count(0)
