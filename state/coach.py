@@ -202,6 +202,12 @@ class CoachState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMixin
 
     @rx.event
     @requires("ui")
+    def settings_open_changed(self, is_open: bool):
+        """The dialog's own closing (Escape, a click outside): nothing is saved."""
+        self.settings_open = bool(is_open)
+
+    @rx.event
+    @requires("ui")
     def set_persona_draft(self, value: str):
         self.persona_draft = value
 

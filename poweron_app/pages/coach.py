@@ -85,6 +85,7 @@ def settings_dialog() -> rx.Component:
             max_width="44em",
         ),
         open=CoachState.settings_open,
+        on_open_change=CoachState.settings_open_changed,
     )
 
 

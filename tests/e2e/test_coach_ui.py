@@ -149,3 +149,5 @@ def test_a_viewer_reads_the_chats_and_summaries_but_cannot_chat_summarise_or_cha
     expect(page.locator("#coach-persona-input")).to_have_value(PERSONA)
     expect(page.locator("#coach-persona-input")).to_have_attribute("readonly", "")
     expect(page.locator("#coach-persona-save")).to_have_count(0)
+    page.keyboard.press("Escape")
+    expect(page.locator("#coach-persona-input")).to_have_count(0)

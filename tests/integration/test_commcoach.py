@@ -95,8 +95,8 @@ def test_a_coaching_chat_runs_with_the_instance_persona_and_core_tools_only(api,
 
 def test_the_persona_is_refused_when_empty_too_long_or_not_text(api):
     base = f"/api/commcoach/{new_coach(api)}"
-    for bad in ("   ", "x" * 8001, 42):
-        response = api.client.put(f"{base}/settings", json={"systemPrompt": bad}, headers=api.auth)
+    for body in ({"systemPrompt": "   "}, {"systemPrompt": "x" * 8001}, {"systemPrompt": 42}, {}):
+        response = api.client.put(f"{base}/settings", json=body, headers=api.auth)
         assert response.status_code == 422, response.text
         assert {e["field"] for e in response.json()["errors"]} == {"systemPrompt"}
     assert api.client.get(f"{base}/settings", headers=api.auth).json()["isDefault"]

@@ -138,8 +138,9 @@ class CommCoachInterface(Door):
 
     @guarded(DATA, CHAT_DATA, "update")
     def summarise_chat(self, chat_id: str) -> AgentChat:
-        """Ask the AI gateway for a short summary of the chat's answered turns (key topics, what
-        went well, what to practise next) and save it in the chat, replacing an earlier one.
+        """Ask the AI gateway for a short summary of the chat's answered turns (its last
+        HISTORY_TURNS, as the coach itself sees them: key topics, what went well, what to practise
+        next) and save it in the chat, replacing an earlier one.
 
         Raises:
             NotFound: the chat is foreign or not the caller's to read.

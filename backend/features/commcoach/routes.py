@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path
+from pydantic import Field
 
 from backend.ai import AiError
 from backend.api.agent import add_agent_routes
@@ -39,7 +40,8 @@ class CoachSettingsOut(CamelModel):
 
 
 class CoachSettingsIn(StrictCamelModel):
-    system_prompt: str | None = None
+    system_prompt: str | None = Field(..., description="The coach's persona and goal (1–8,000 characters); "
+                                                       "null restores the default")
 
 
 class ChatSummaryOut(CamelModel):
