@@ -105,6 +105,20 @@ def test_a_coaching_chat_is_answered_and_its_session_summarised(page: Page, runn
     expect(page.locator("#chat-heading")).to_have_text(prompt)
     expect(page.locator("#coach-summary")).to_contain_text("Name your number first")
 
+    # The chats list is the Workspace's (components/chat_list.py, state/chat_list.py): rename, delete.
+    title = f"Salary talk {uuid.uuid4().hex[:4]}"
+    page.locator(".chat-item", has_text=prompt).locator(".chat-rename").click()
+    page.locator("#chat-rename-input").fill(title)
+    page.locator("#chat-rename-save").click()
+    expect(page.locator("#coach-notice")).to_contain_text(f"Renamed to '{title}'")
+    expect(page.locator("#chat-heading")).to_have_text(title)
+    page.locator(".chat-item", has_text=title).locator(".chat-delete").click()
+    page.locator("#confirm-chat-delete").click()
+    expect(page.locator("#coach-notice")).to_contain_text(f"Deleted '{title}'")
+    expect(page.locator(".chat-item", has_text=title)).to_have_count(0)
+    expect(page.locator("#coach-summary")).to_have_count(0)
+    expect(page.locator("#chat-heading")).to_have_text("New coaching chat")
+
 
 def test_a_viewer_reads_the_chats_and_summaries_but_cannot_chat_summarise_or_change_the_persona(
         page: Page, running_app: RunningApp):
