@@ -88,9 +88,10 @@ class AgentChats(Door):
         self.user: User = access.user
 
     @classmethod
-    def of(cls, access: AccessContext, instance_id: str) -> AgentChats:
-        """The chats of instance `instance_id`, else NotFound (as for any foreign id)."""
-        return cls(access, access.require_instance(instance_id))
+    def of(cls, access: AccessContext, instance_id: str, feature_code: str | None = None) -> AgentChats:
+        """The chats of instance `instance_id` (of feature `feature_code` when given: another
+        feature's instance is not found either), else NotFound (as for any foreign id)."""
+        return cls(access, access.require_instance(instance_id, feature_code))
 
     # --- rows ---
 

@@ -108,8 +108,8 @@ def run_out(chats: AgentChats, run: AgentRun, with_steps: bool = False) -> Agent
         "sub_runs": [run_out(chats, sub, True) for sub in chats.sub_runs(run)]})
 
 
-def _chats(session: DbSession, user: CurrentUser, instance_id: str) -> AgentChats:
-    return AgentChats.of(AccessContext(session, user), instance_id)
+def _chats(session: DbSession, user: CurrentUser, instance_id: str, feature_code: str) -> AgentChats:
+    return AgentChats.of(AccessContext(session, user), instance_id, feature_code)
 
 
 def event_stream(request: AgentRequest) -> StreamingResponse:
@@ -127,30 +127,31 @@ def add_agent_routes(router: APIRouter, feature_code: str,
     def run_agent(instance_id: InstanceId, body: AgentPrompt, user: CurrentUser,
                   session: DbSession) -> StreamingResponse:
         """Run the agent on `prompt` (continuing chat `chatId` when given) and stream its events."""
-        chats = _chats(session, user, instance_id)
+        chats = _chats(session, user, instance_id, feature_code)
         extra = system_extra(chats.access, instance_id) if system_extra else ""
         return event_stream(chats.prepare_run(body.prompt, body.chat_id, system_extra=extra))
 
     @router.get("/agent/chats", response_model=list[AgentChatOut], **declared_by(AgentChats.list_chats))
     def list_agent_chats(instance_id: InstanceId, user: CurrentUser, session: DbSession) -> list[AgentChatOut]:
-        return [AgentChatOut.model_validate(c) for c in _chats(session, user, instance_id).list_chats()]
+        return [AgentChatOut.model_validate(c) for c in _chats(session, user, instance_id, feature_code).list_chats()]
 
     @router.patch("/agent/chats/{chatId}", response_model=AgentChatOut, **declared_by(AgentChats.rename_chat))
     def rename_agent_chat(instance_id: InstanceId, chat_id: ChatId, body: AgentChatRename, user: CurrentUser,
                           session: DbSession) -> AgentChatOut:
-        return AgentChatOut.model_validate(_chats(session, user, instance_id).rename_chat(chat_id, body.title))
+        chats = _chats(session, user, instance_id, feature_code)
+        return AgentChatOut.model_validate(chats.rename_chat(chat_id, body.title))
 
     @router.delete("/agent/chats/{chatId}", status_code=204, response_class=Response,
                    **declared_by(AgentChats.delete_chat))
     def delete_agent_chat(instance_id: InstanceId, chat_id: ChatId, user: CurrentUser, session: DbSession) -> Response:
         """Delete a chat with its runs and their traces (409 while one of them still works)."""
-        _chats(session, user, instance_id).delete_chat(chat_id)
+        _chats(session, user, instance_id, feature_code).delete_chat(chat_id)
         return Response(status_code=204)
 
     @router.get("/agent/runs", response_model=list[AgentRunOut], **declared_by(AgentChats.list_runs))
     def list_agent_runs(instance_id: InstanceId, user: CurrentUser, session: DbSession,
                         chat_id: Annotated[str | None, Query(alias="chatId")] = None) -> list[AgentRunOut]:
-        chats = _chats(session, user, instance_id)
+        chats = _chats(session, user, instance_id, feature_code)
         return [run_out(chats, run) for run in chats.list_runs(chat_id)]
 
     @router.get("/agent/runs/{agentRunId}", response_model=AgentRunOut,
@@ -159,7 +160,7 @@ def add_agent_routes(router: APIRouter, feature_code: str,
                       session: DbSession) -> AgentRunOut:
         """A run with its trace: rounds (tools offered, tokens, cost), tool calls with arguments
         and results, escalations, guard interventions, and its sub-agent runs."""
-        chats = _chats(session, user, instance_id)
+        chats = _chats(session, user, instance_id, feature_code)
         return run_out(chats, chats.get_run(run_id), with_steps=True)
 
     @router.post("/agent/runs/{agentRunId}/approval", response_class=StreamingResponse, responses=SSE_RESPONSES,
@@ -169,7 +170,7 @@ def add_agent_routes(router: APIRouter, feature_code: str,
         """Approve (the tool call runs, once) or decline (the agent is told) the tool call a run in
         `waiting_approval` waits for, and stream the run as it goes on (409 when it waits for
         nothing or was decided already). The Inbox's task does the same."""
-        decided = _chats(session, user, instance_id).decide_approval(run_id, body.approved, body.comment)
+        decided = _chats(session, user, instance_id, feature_code).decide_approval(run_id, body.approved, body.comment)
         events = (event.to_sse() for event in approvals.resume_stream(decided))
         return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
 
@@ -179,5 +180,5 @@ def add_agent_routes(router: APIRouter, feature_code: str,
                          session: DbSession) -> AgentRunOut:
         """Cancel a run still working (409 when it has ended); it stops before its next step.
         Its starter may cancel it, and whoever may update every chat of the instance."""
-        chats = _chats(session, user, instance_id)
+        chats = _chats(session, user, instance_id, feature_code)
         return run_out(chats, chats.cancel_run(run_id))

@@ -161,6 +161,13 @@ def test_a_foreign_instance_answers_404(api, ai_server):
     workspace = next(i["id"] for i in api.client.get("/api/me", headers=api.auth).json()["instances"]
                      if i["featureCode"] == "workspace")
     assert api.client.get(f"/api/commcoach/{workspace}/settings", headers=api.auth).status_code == 404
+    # The agent routes of one feature do not reach another feature's instance either: the
+    # Workspace's chats are not listed, nor its agent run, under /api/commcoach.
+    for method, path, body in (("GET", "/agent/chats", None), ("GET", "/agent/runs", None),
+                               ("POST", "/agent", {"prompt": "hi"})):
+        response = api.client.request(method, f"/api/commcoach/{workspace}{path}", json=body, headers=api.auth)
+        assert response.status_code == 404, (method, path, response.text)
+    assert api.client.get(f"/api/workspace/{coach}/agent/chats", headers=api.auth).status_code == 404
     with session_scope() as session:
         assert session.exec(select(AgentChat).where(AgentChat.feature_instance_id == coach)).one().summary == ""
 
