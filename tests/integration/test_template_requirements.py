@@ -98,7 +98,7 @@ def test_every_declared_need_is_a_known_requirement():
     for need in declared:
         assert requirements.requirement(need).id == need
     with pytest.raises(KeyError, match=r"known: ai, webSearch, mail, sandbox, or connection types joined by '\|' "
-                                       r"\(clickup, imap, jira, msft\)"):
+                                       r"\(bexio, clickup, imap, jira, msft\)"):
         requirements.requirement("fax")
 
 
