@@ -128,6 +128,7 @@ def test_a_templates_connections_are_derived_from_its_nodes():
     assert derived == {"expense-approval": (), "daily-web-digest": ("webSearch", "ai"), "summarise-file": ("ai",),
                        "webhook-notification": (), "email-attachment-analysis": ("mail", "ai", "msft"),
                        "jira-to-clickup-sync": ("jira", "clickup"),
+                       "receipt-email-booking": ("mail", "ai"),
                        "daily-inbox-digest": ("imap|msft", "ai", "mail"), "clickup-overdue-mail": ("clickup", "mail")}
     # The sandbox is needed but part of the embedded default (make run installs bubblewrap).
     webhook = templates.template("webhook-notification")

@@ -79,8 +79,15 @@ def test_the_tools_refuse_foreign_instances_closed_periods_and_missing_instances
     foreign = run("trustee.extract", {"files": ["/x.pdf"], "trusteeInstanceId": world.foreign_instance_id},
                   world.editor_id)  # the admin may open it (system administrator), but not from this mandate
     assert (foreign.ok, foreign.error_kind) == (False, "not_found")
+    # Without trusteeInstanceId the mandate's only Trustee is used (the foreign one is in another mandate).
     unnamed = run("trustee.extract", {"files": ["/x.pdf"]}, world.editor_id)
-    assert not unnamed.ok and "trusteeInstanceId" in unnamed.error
+    assert (unnamed.ok, unnamed.error) == (False, "file /x.pdf not found")
+    with session_scope() as session:
+        from backend.tenancy import create_feature_instance
+
+        create_feature_instance(session, session.get(Mandate, world.mandate_id), "trustee", "Second Trustee")
+    unnamed = run("trustee.extract", {"files": ["/x.pdf"]}, world.editor_id)
+    assert not unnamed.ok and "trusteeInstanceId" in unnamed.error and "2 Trustee instances" in unnamed.error
     missing = run("trustee.extract", {"files": ["/mail/none.pdf"], "trusteeInstanceId": world.instance_id},
                   world.editor_id)
     assert (missing.ok, missing.error_kind) == (False, "not_found")
