@@ -377,9 +377,7 @@ _RECEIPT_BOOKING = Template(
                           "{{ nodes.extract.output.receipt.receipt_date }} from {{ nodes.mail.output.from }}: "
                           "total {{ nodes.extract.output.receipt.total }}, VAT "
                           "{{ nodes.extract.output.receipt.vat_amount }} ({{ nodes.extract.output.receipt.vat_code }})"
-                          ". Proposed: {% for p in nodes.propose.output.positions %}{{ p.debit_account }} / "
-                          "{{ p.credit_account }} {{ p.amount }} ({{ p.reason }}); {% endfor %}"
-                          "{{ nodes.propose.output.warnings | join('; ') }}",
+                          ". Proposed booking (debit / credit: amount):\n{{ nodes.propose.output.summary }}",
                   assignee={"role": "graphicalEditor-admin"}),
             _node("book", "trustee.process", "Book the receipt", 5, -1, receiptId=_RECEIPT_ID,
                   trusteeInstanceId=_TRUSTEE, book=True),

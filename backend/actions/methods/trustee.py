@@ -139,6 +139,7 @@ class ProcessOutput(_Output):
                                                         "source rule|model, reason)")
     warnings: list[str]
     booked: bool
+    summary: str = Field(description="The lines in words, one a line (for an approval message)")
 
 
 @action("trustee.process", toolbox=TOOLBOX, label="Book receipt",
@@ -171,8 +172,13 @@ def process(params: ProcessParams, context: ActionContext) -> ProcessOutput:
     except (IllegalTransition, ConcurrentTransition) as exc:
         raise ActionError(str(exc)) from None
     found = _receipt_dict(door, params.receipt_id)
-    return ProcessOutput(trustee_instance_id=door.instance.id, receipt=found, positions=found.pop("lines"),
-                         warnings=warnings, booked=found["status"] in ("booked", "synced"))
+    lines = found.pop("lines")
+    summary = "\n".join(f"{p['debit_account']} / {p['credit_account']}: {p['amount']:.2f}"
+                        + (f" ({p['reason']})" if p["reason"] else "") for p in lines if p["status"] != "rejected")
+    if warnings:
+        summary += "\nWarning: " + "; ".join(warnings)
+    return ProcessOutput(trustee_instance_id=door.instance.id, receipt=found, positions=lines, warnings=warnings,
+                         booked=found["status"] in ("booked", "synced"), summary=summary)
 
 
 # --- syncAccounting -----------------------------------------------------------------------------------
