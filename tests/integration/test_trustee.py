@@ -23,8 +23,6 @@ from tests.integration.trustee_support import (
     scanned_pdf,
 )
 
-pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-
 
 @pytest.fixture(scope="module")
 def _bexio_stand_in() -> Iterator[BexioServer]:

@@ -18,8 +18,6 @@ from backend.tenancy import grant_instance_roles
 from tests.integration.test_agent import call, of, stream, tool_results
 from tests.integration.trustee_support import PASSWORD, SBB, TrusteeWorld, extraction, make_world, receipt_pdf
 
-pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-
 
 @pytest.fixture
 def world(api) -> TrusteeWorld:
