@@ -358,3 +358,28 @@ def test_a_bexio_connection_with_a_wrong_token_is_not_stored(api, bexio):
     refused = api.client.post("/api/connections", headers=api.auth,
                               json={"type": "bexio", "label": "Bexio", "settings": {"apiToken": "wrong-token"}})
     assert refused.status_code in (400, 422) and "401" in refused.text
+
+
+def test_the_page_flags_follow_the_roles(api, world):
+    from sqlmodel import select
+
+    from backend.db import session_scope
+    from backend.db.models import User
+    from backend.features.trustee.interface import get_interface
+
+    with session_scope() as session:
+        flags = {}
+        for name in ("admin", "ulla", "vera"):
+            user = session.exec(select(User).where(User.username == name)).one()
+            door = get_interface(user, world.mandate_id, world.instance_id, session)
+            flags[name] = (door.may_upload(), door.may_book(), door.may_sync(), door.may_manage_accounts())
+    assert flags == {"admin": (True, True, True, True), "ulla": (True, True, True, True),
+                     "vera": (False, False, False, False)}
+    # A user (update: own) adds accounts but does not rename the seeded chart.
+    ulla = {"Authorization": f"Bearer {api.login('ulla', PASSWORD)}"}
+    url = f"{base(world)}/accounts"
+    assert api.client.put(url, headers=ulla, json=[{"number": "6646", "name": "Taxi", "kind": "expense"}]).status_code \
+        == 200
+    assert api.client.put(url, headers=ulla, json=[{"number": "6646", "name": "Taxi Zürich"}]).status_code == 200
+    refused = api.client.put(url, headers=ulla, json=[{"number": "6640", "name": "Mine"}])
+    assert refused.status_code == 403 and "6640" in refused.text

@@ -746,6 +746,8 @@ class TrusteeInterface(Door):
                                      number=number, name=name, kind=kind, sys_created_by=self.user.id)
                 existing[number] = row
             else:
+                if not self.may("update", ACCOUNT_DATA, row):
+                    raise Forbidden(f"your roles allow changing only accounts you added, not {number}")
                 row.name, row.kind, row.sys_modified_at = name, kind, utcnow()
             self.session.add(row)
         self.session.flush()
@@ -778,6 +780,18 @@ class TrusteeInterface(Door):
     def may_book(self) -> bool:
         """Whether the page shows the book and sync buttons."""
         return self.may_call(TrusteeInterface.book_receipt)
+
+    def may_sync(self) -> bool:
+        """Whether the page offers the sync (and may list the Bexio connections)."""
+        return self.may_call(TrusteeInterface.sync)
+
+    def may_upload(self) -> bool:
+        """Whether the page offers the upload."""
+        return self.may_call(TrusteeInterface.upload_receipts)
+
+    def may_manage_accounts(self) -> bool:
+        """Whether the page offers editing the chart of accounts and the closed period."""
+        return self.may_call(TrusteeInterface.put_accounts)
 
 
 def open_interface(access: AccessContext, feature_instance_id: str, mandate_id: str | None = None
