@@ -7,9 +7,10 @@ It speaks Bexio's protocol on its real paths with its payload shapes:
   account_type, is_active, is_locked}`, paged by limit (at most 2000) and offset.
 - `GET /3.0/taxes`: the current Swiss VAT codes `{id, uuid, name, code, digit, type, account_id,
   value, is_active, display_name}` (VM81, VI81, VM26, VM38, UN81, UR26, UB38 …).
-- `POST /3.0/accounting/manual_entries`: validates `type` (manual_single_entry — exactly one entry —
-  or manual_compound_entry), `date` (YYYY-MM-DD) and `entries` (each `debit_account_id`,
-  `credit_account_id` of known accounts, positive `amount`, optional `tax_id` of a known tax,
+- `POST /3.0/accounting/manual_entries`: validates `type` (manual_single_entry — exactly one line —,
+  manual_group_entry — lines with a debit and a credit account each — or manual_compound_entry —
+  lines with only one side each, debit and credit adding up alike), `date` (YYYY-MM-DD) and `entries`
+  (account ids of known accounts, positive `amount`, optional `tax_id` of a known tax,
   `description`); 422 `{"error_code": 422, "message": …, "errors": [...]}` on bad data; answers the
   entry with its `id`. Every accepted entry is kept in `entries`.
 - Knobs: `rate_limit(n, retry_after)` answers the next n calls 429 with `Retry-After`;
@@ -38,6 +39,7 @@ from backend.features.trustee.accounts import SME_CHART, SWISS_VAT_CODES
 from tests.mcp_test_servers import serve_stand_in
 
 MAX_LIMIT = 2000
+KINDS = ("manual_single_entry", "manual_group_entry", "manual_compound_entry")
 ACCOUNT_TYPES = {"asset": 3, "liability": 4, "equity": 4, "revenue": 1, "expense": 2}
 
 
@@ -173,8 +175,8 @@ def _validate(state: BexioServer, body: Any) -> list[str]:
         return ["the body must be an object"]
     errors = []
     kind = body.get("type")
-    if kind not in ("manual_single_entry", "manual_compound_entry"):
-        errors.append("type must be manual_single_entry or manual_compound_entry")
+    if kind not in KINDS:
+        errors.append(f"type must be one of {', '.join(KINDS)}")
     try:
         date.fromisoformat(str(body.get("date")))
     except ValueError:
@@ -191,7 +193,13 @@ def _validate(state: BexioServer, body: Any) -> list[str]:
         if not isinstance(entry, dict):
             errors.append(f"entries[{index}] must be an object")
             continue
-        for side in ("debit_account_id", "credit_account_id"):
+        sides = ("debit_account_id", "credit_account_id")
+        given = [side for side in sides if entry.get(side) is not None]
+        if kind == "manual_compound_entry" and len(given) != 1:
+            errors.append(f"entries[{index}]: a compound entry's line has either a debit or a credit account")
+        elif kind != "manual_compound_entry" and len(given) != 2:
+            errors.append(f"entries[{index}]: debit_account_id and credit_account_id are required")
+        for side in given:
             if entry.get(side) not in account_ids:
                 errors.append(f"entries[{index}].{side}: account {entry.get(side)!r} does not exist")
         amount = entry.get("amount")
@@ -201,6 +209,11 @@ def _validate(state: BexioServer, body: Any) -> list[str]:
             errors.append(f"entries[{index}].tax_id: tax {entry['tax_id']!r} does not exist")
         if not isinstance(entry.get("description", ""), str):
             errors.append(f"entries[{index}].description must be text")
+    if kind == "manual_compound_entry" and not errors:
+        debit = sum(e["amount"] for e in entries if e.get("debit_account_id") is not None)
+        credit = sum(e["amount"] for e in entries if e.get("credit_account_id") is not None)
+        if round(debit - credit, 2):
+            errors.append(f"the debit lines ({debit:.2f}) and credit lines ({credit:.2f}) do not balance")
     return errors
 
 

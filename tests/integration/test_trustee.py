@@ -148,7 +148,7 @@ def test_a_receipt_goes_from_upload_to_bexio(api, world, ai_server, bexio):
     result = post(api, world, "/sync", connectionId=connection_id)
     assert (result["synced"], result["failed"]) == (1, [])
     [entry] = bexio.entries
-    assert (entry["type"], entry["date"], entry["reference_nr"]) == ("manual_compound_entry", "2025-08-12", "sbb.pdf")
+    assert (entry["type"], entry["date"], entry["reference_nr"]) == ("manual_group_entry", "2025-08-12", "sbb.pdf")
     sent = [(e["debit_account_id"], e["credit_account_id"], e["amount"], e.get("tax_id")) for e in entry["entries"]]
     assert sent == [
         (bexio.account_id("6640"), bexio.account_id("2000"), 100.0, bexio.tax_id("VM81")),

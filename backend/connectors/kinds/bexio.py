@@ -10,7 +10,8 @@ What the Trustee uses (trustee.syncAccounting, backend/features/trustee/interfac
   each account number (`account_no`);
 - `GET /3.0/taxes`: the VAT codes, to find the tax id of each code (`code`, e.g. VM81);
 - `POST /3.0/accounting/manual_entries`: one manual entry per receipt (`manual_single_entry` for
-  one line, `manual_compound_entry` for several), answered with the entry and its `id`.
+  one line, `manual_group_entry` for several — each line with its debit and credit account), answered
+  with the entry and its `id`.
 
 Errors become clear messages: 401 (the token was refused), 422 (Bexio's validation message), 429
 (waited out after Retry-After within POWERON_CONNECTOR_MAX_WAIT_SECONDS, else "rate-limiting").
@@ -157,7 +158,9 @@ def manual_entry(receipt: Any, lines: list[Any], books: Books, codes: dict[str, 
         entries.append(entry)
     if not entries:
         raise NotInBexio("the receipt has no booked lines")
-    kind = "manual_single_entry" if len(entries) == 1 else "manual_compound_entry"
+    # Each line has a debit and a credit account: one is a single entry, several a group entry (Bexio's
+    # compound entry is for lines with only one side each).
+    kind = "manual_single_entry" if len(entries) == 1 else "manual_group_entry"
     return {"type": kind, "date": lines[0].booking_date.isoformat(),
             "reference_nr": (receipt.file_name or receipt.id)[:50], "entries": entries}
 

@@ -78,7 +78,7 @@ def test_bexio_gets_one_entry_line_per_booked_line_with_its_ids():
     receipt = SimpleNamespace(id="r1", file_name="sbb.pdf")
     books = Books({"6640": 1, "2000": 2, "1170": 3}, {"VM81": 11})
     entry = manual_entry(receipt, [_line(100.0, vat_code="VM81", vat=8.1), _line(8.1, "1170")], books, CODES)
-    assert entry == {"type": "manual_compound_entry", "date": "2025-08-12", "reference_nr": "sbb.pdf", "entries": [
+    assert entry == {"type": "manual_group_entry", "date": "2025-08-12", "reference_nr": "sbb.pdf", "entries": [
         {"debit_account_id": 1, "credit_account_id": 2, "amount": 100.0, "description": "line 100.0", "tax_id": 11},
         {"debit_account_id": 3, "credit_account_id": 2, "amount": 8.1, "description": "line 8.1"}]}
     assert manual_entry(receipt, [_line(50.0)], books, CODES)["type"] == "manual_single_entry"
