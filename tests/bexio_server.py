@@ -71,7 +71,7 @@ class BexioServer:
             tax_ids = itertools.count(11)
             self.taxes = [{"id": next(tax_ids), "uuid": str(uuid.uuid4()), "name": v.label, "code": v.code,
                            "digit": "400" if v.code.startswith("V") else "302",
-                           "type": "pre_tax" if v.code.startswith("V") else "sales_tax",
+                           "type": {"VM": "pre_tax_material", "VI": "pre_tax_investment"}.get(v.code[:2], "sales_tax"),
                            "account_id": None, "tax_settlement_type": "none", "value": v.rate,
                            "net_tax_value": None, "start_year": 2024, "end_year": None, "is_active": True,
                            "display_name": f"{v.code} - {v.rate:.2f}%"}

@@ -77,10 +77,11 @@ def test_booking_checks_name_the_difference_the_vat_and_the_closed_period():
 def test_bexio_gets_one_entry_line_per_booked_line_with_its_ids():
     receipt = SimpleNamespace(id="r1", file_name="sbb.pdf")
     books = Books({"6640": 1, "2000": 2, "1170": 3}, {"VM81": 11})
+    # The taxed line goes gross with its tax id; Bexio books the VAT, so the input-tax line stays out.
     entry = manual_entry(receipt, [_line(100.0, vat_code="VM81", vat=8.1), _line(8.1, "1170")], books, CODES)
-    assert entry == {"type": "manual_group_entry", "date": "2025-08-12", "reference_nr": "sbb.pdf", "entries": [
-        {"debit_account_id": 1, "credit_account_id": 2, "amount": 100.0, "description": "line 100.0", "tax_id": 11},
-        {"debit_account_id": 3, "credit_account_id": 2, "amount": 8.1, "description": "line 8.1"}]}
-    assert manual_entry(receipt, [_line(50.0)], books, CODES)["type"] == "manual_single_entry"
+    assert entry == {"type": "manual_single_entry", "date": "2025-08-12", "reference_nr": "sbb.pdf", "entries": [
+        {"debit_account_id": 1, "credit_account_id": 2, "amount": 108.1, "description": "line 100.0", "tax_id": 11}]}
+    two = manual_entry(receipt, [_line(50.0), _line(8.1, "1170")], books, CODES)  # no tax code: lines as they are
+    assert two["type"] == "manual_group_entry" and [e["amount"] for e in two["entries"]] == [50.0, 8.1]
     with pytest.raises(NotInBexio, match="account 6570 does not exist in Bexio"):
         manual_entry(receipt, [_line(50.0, "6570")], books, CODES)

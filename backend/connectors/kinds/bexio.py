@@ -11,7 +11,8 @@ What the Trustee uses (trustee.syncAccounting, backend/features/trustee/interfac
 - `GET /3.0/taxes`: the VAT codes, to find the tax id of each code (`code`, e.g. VM81);
 - `POST /3.0/accounting/manual_entries`: one manual entry per receipt (`manual_single_entry` for
   one line, `manual_group_entry` for several — each line with its debit and credit account), answered
-  with the entry and its `id`.
+  with the entry and its `id`. A line with a VAT code goes with its gross amount and the code's
+  `tax_id` (Bexio books the VAT part on the code's account), without the receipt's input-tax line.
 
 Errors become clear messages: 401 (the token was refused), 422 (Bexio's validation message), 429
 (waited out after Retry-After within POWERON_CONNECTOR_MAX_WAIT_SECONDS, else "rate-limiting").
@@ -137,23 +138,31 @@ class Bexio(RestClient):
 
 
 def manual_entry(receipt: Any, lines: list[Any], books: Books, codes: dict[str, Any]) -> dict[str, Any]:
-    """Bexio's manual entry of a booked receipt: one entry line per booking line.
+    """Bexio's manual entry of a booked receipt.
+
+    Bexio books the VAT of a line with a tax code itself: such a line goes there with its gross amount
+    (net + VAT) and the code's `tax_id`, and the receipt's own input-tax lines (debit on a VAT code's
+    account, 1170/1171) are left out, so the VAT is not booked twice. Every other line goes as it is.
 
     Raises:
         NotInBexio: an account number or VAT code the Bexio books lack.
     """
+    taxed = [line for line in lines if line.vat_code and getattr(codes.get(line.vat_code), "rate", 0)]
+    tax_accounts = {c.account for c in codes.values() if getattr(c, "account", None)} if taxed else set()
     entries = []
     for line in lines:
+        if line.debit_account in tax_accounts:
+            continue  # Bexio books it from the taxed lines' tax_id
         ids = {}
         for side, number in (("debit_account_id", line.debit_account), ("credit_account_id", line.credit_account)):
             if number not in books.accounts:
                 raise NotInBexio(f"account {number} does not exist in Bexio: add it to Bexio's chart of accounts")
             ids[side] = books.accounts[number]
         entry: dict[str, Any] = {**ids, "amount": round(line.amount, 2), "description": line.text[:255]}
-        code = codes.get(line.vat_code) if line.vat_code else None
-        if code is not None and code.rate:
+        if line in taxed:
             if line.vat_code not in books.taxes:
                 raise NotInBexio(f"VAT code {line.vat_code} does not exist in Bexio")
+            entry["amount"] = round(line.amount + (line.vat_amount or 0.0), 2)
             entry["tax_id"] = books.taxes[line.vat_code]
         entries.append(entry)
     if not entries:
