@@ -5,8 +5,11 @@ from sqlalchemy import pool
 from sqlmodel import SQLModel, create_engine
 
 import backend.db.models  # noqa: F401  (registers the tables)
+import backend.features.registry as _features  # a feature's own tables live in backend/features/<name>/models.py
 from backend.config import get_settings
 
+for _feature in _features.get_features().values():
+    _feature._optional_module("models")  # registers the feature's tables, if it has any
 target_metadata = SQLModel.metadata
 
 # Structures that migrations create by hand and the model does not describe, so autogenerate must
