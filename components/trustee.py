@@ -133,18 +133,18 @@ def _editing_row(line: PositionRow) -> rx.Component:
 
 
 def _line_actions(line: PositionRow) -> rx.Component:
-    open_line = (line["status"] == "proposed") | (line["status"] == "accepted") | (line["status"] == "rejected")
-    return rx.hstack(
-        rx.cond(TrusteeState.can_decide & (line["status"] != "accepted") & open_line,
-                rx.button("Accept", size="1", color_scheme="green", class_name="position-accept",
-                          on_click=TrusteeState.accept_line(line["id"]))),
-        rx.cond(TrusteeState.can_decide & (line["status"] != "rejected") & open_line,
-                rx.button("Reject", size="1", color_scheme="red", variant="soft", class_name="position-reject",
-                          on_click=TrusteeState.reject_line(line["id"]))),
-        rx.cond(TrusteeState.can_decide & open_line,
-                rx.icon_button(rx.icon("pencil", size=12), size="1", variant="ghost", class_name="position-edit",
-                               title="Edit", on_click=TrusteeState.edit_line(line["id"]))),
-        spacing="1",
+    """Accept, Reject and Edit for a proposed line (the others have been decided)."""
+    return rx.cond(
+        TrusteeState.can_decide & (line["status"] == "proposed"),
+        rx.hstack(
+            rx.button("Accept", size="1", color_scheme="green", class_name="position-accept",
+                      on_click=TrusteeState.accept_line(line["id"])),
+            rx.button("Reject", size="1", color_scheme="red", variant="soft", class_name="position-reject",
+                      on_click=TrusteeState.reject_line(line["id"])),
+            rx.icon_button(rx.icon("pencil", size=12), size="1", variant="ghost", class_name="position-edit",
+                           title="Edit", on_click=TrusteeState.edit_line(line["id"])),
+            spacing="1",
+        ),
     )
 
 
