@@ -1,0 +1,1 @@
+"""Trustee: receipts (Belege), booking lines (Positionen), chart of accounts and VAT codes."""
