@@ -119,7 +119,8 @@ def _editing_row(line: PositionRow) -> rx.Component:
         rx.table.cell(_line_input("debit_account", "5.5em", "trustee-accounts")),
         rx.table.cell(_line_input("credit_account", "5.5em", "trustee-accounts")),
         rx.table.cell(_line_input("amount", "6em")),
-        rx.table.cell(_line_input("vat_code", "5em", "trustee-vat-codes")),
+        rx.table.cell(rx.hstack(_line_input("vat_code", "5em", "trustee-vat-codes"), _line_input("vat_amount", "5em"),
+                                spacing="1")),
         rx.table.cell(_line_input("text", "100%"), col_span=2),
         rx.table.cell(status_badge(line["status"], "position-status")),
         rx.table.cell(rx.hstack(
@@ -133,16 +134,18 @@ def _editing_row(line: PositionRow) -> rx.Component:
 
 
 def _line_actions(line: PositionRow) -> rx.Component:
-    """Accept, Reject and Edit for a proposed line (the others have been decided)."""
+    """Accept and Reject for a proposed line; Edit while it is proposed or accepted (not yet booked)."""
+    proposed = line["status"] == "proposed"
     return rx.cond(
-        TrusteeState.can_decide & (line["status"] == "proposed"),
+        TrusteeState.can_decide,
         rx.hstack(
-            rx.button("Accept", size="1", color_scheme="green", class_name="position-accept",
-                      on_click=TrusteeState.accept_line(line["id"])),
-            rx.button("Reject", size="1", color_scheme="red", variant="soft", class_name="position-reject",
-                      on_click=TrusteeState.reject_line(line["id"])),
-            rx.icon_button(rx.icon("pencil", size=12), size="1", variant="ghost", class_name="position-edit",
-                           title="Edit", on_click=TrusteeState.edit_line(line["id"])),
+            rx.cond(proposed, rx.button("Accept", size="1", color_scheme="green", class_name="position-accept",
+                                        on_click=TrusteeState.accept_line(line["id"]))),
+            rx.cond(proposed, rx.button("Reject", size="1", color_scheme="red", variant="soft",
+                                        class_name="position-reject", on_click=TrusteeState.reject_line(line["id"]))),
+            rx.cond(proposed | (line["status"] == "accepted"),
+                    rx.icon_button(rx.icon("pencil", size=12), size="1", variant="ghost", class_name="position-edit",
+                                   title="Edit", on_click=TrusteeState.edit_line(line["id"]))),
             spacing="1",
         ),
     )
@@ -156,7 +159,8 @@ def _line_row(line: PositionRow) -> rx.Component:
             rx.table.cell(line["debit"], class_name="position-debit"),
             rx.table.cell(line["credit"], class_name="position-credit"),
             rx.table.cell(line["amount"], class_name="position-amount", text_align="right"),
-            rx.table.cell(line["vat_code"], class_name="position-vat"),
+            rx.table.cell(rx.cond(line["vat_code"] != "", rx.text(line["vat_code"], " · ", line["vat_amount"]), ""),
+                          class_name="position-vat", white_space="nowrap"),
             rx.table.cell(line["text"], class_name="position-text"),
             rx.table.cell(rx.text(line["reason"], size="1", color_scheme="gray"), class_name="position-reason",
                           title=line["source"]),

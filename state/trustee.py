@@ -200,6 +200,7 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
     can_propose: bool = False
     can_decide: bool = False
     may_book: bool = False
+    can_sync: bool = False
     # the inbox
     receipts: list[ReceiptRow] = []
     receipt_filter: str = ALL
@@ -297,7 +298,7 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
         self._close_receipt()
         self.receipts, self.journal_rows, self.connections = [], [], []
         self.can_upload = self.can_extract = self.can_edit = self.can_check = False
-        self.can_propose = self.can_decide = self.may_book = False
+        self.can_propose = self.can_decide = self.may_book = self.can_sync = False
 
     def _load(self, door: TrusteeInterface) -> None:
         limit = get_limits().max_file_bytes
@@ -309,6 +310,7 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
         self.can_propose = door.may_call(TrusteeInterface.propose)
         self.can_decide = door.may_call(TrusteeInterface.accept_position)
         self.may_book = door.may_book()
+        self.can_sync = door.may_call(TrusteeInterface.bexio_connections)
         self._load_receipts(door)
         if self.open_id:
             try:
@@ -325,8 +327,12 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
         self.receipts = [_receipt_row(r) for r in door.list_receipts(status)]
 
     def _load_choices(self, door: TrusteeInterface) -> None:
-        self.accounts = [Choice(value=a.number, label=f"{a.number} {a.name}") for a in door.accounts()]
-        self.vat_codes = [Choice(value=v.code, label=f"{v.code} · {v.label} ({v.rate:g} %)") for v in door.vat_codes()]
+        """The chart of accounts and the VAT codes, for the review's inputs (none without the right to read them)."""
+        try:
+            self.accounts = [Choice(value=a.number, label=f"{a.number} {a.name}") for a in door.accounts()]
+            self.vat_codes = [Choice(value=v.code, label=f"{v.code} · {v.label}") for v in door.vat_codes()]
+        except DomainError:
+            self.accounts, self.vat_codes = [], []
 
     def _load_open(self, door: TrusteeInterface, detail: ReceiptDetail) -> None:
         """Show `detail`; fields the user changed and did not save yet keep what they typed."""
@@ -387,7 +393,7 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
         self.journal_total = f"{round(sum(p.amount or 0 for p in lines), 2):.2f}"
 
     def _load_connections(self, door: TrusteeInterface) -> None:
-        if not self.may_book:
+        if not self.can_sync:
             self.connections = []
             return
         self.connections = [Choice(value=cid, label=label) for cid, label in door.bexio_connections()]
@@ -598,7 +604,8 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
             return
         self.line_edit_id = position_id
         self.line_values = {"debit_account": line["debit"], "credit_account": line["credit"],
-                            "amount": line["amount"], "vat_code": line["vat_code"], "text": line["text"]}
+                            "amount": line["amount"], "vat_code": line["vat_code"],
+                            "vat_amount": line["vat_amount"], "text": line["text"]}
 
     @rx.event
     @requires("ui")

@@ -191,8 +191,7 @@ def _sync() -> rx.Component:
         TrusteeState.sync_done,
         rx.callout(
             rx.vstack(
-                rx.text("Synced ", rx.text.strong(TrusteeState.sync_synced), " receipt(s) to Bexio.",
-                        rx.cond(TrusteeState.sync_message != "", rx.text.span(" ", TrusteeState.sync_message))),
+                rx.text(rx.text.strong("Synced ", TrusteeState.sync_synced), " · ", TrusteeState.sync_message),
                 rx.foreach(TrusteeState.sync_failures,
                            lambda failure: rx.text(failure, size="2", class_name="sync-failure")),
                 spacing="1",
@@ -203,7 +202,7 @@ def _sync() -> rx.Component:
         ),
     )
     return rx.cond(
-        TrusteeState.may_book,
+        TrusteeState.can_sync,
         rx.vstack(
             rx.cond(
                 TrusteeState.connections.length() > 0,
