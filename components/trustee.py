@@ -241,8 +241,10 @@ def review_panel() -> rx.Component:
         ),
         rx.flex(
             document_pane(),
-            rx.vstack(fields_pane(), rx.divider(), lines_pane(), flex="1.3 1 0", min_width="0", spacing="3"),
+            rx.box(fields_pane(), flex="1 1 0", min_width="0"),
             width="100%", spacing="5", direction=rx.breakpoints(initial="column", md="row"),
         ),
+        rx.divider(),
+        lines_pane(),
         width="100%", spacing="3", id="receipt-review",
     )

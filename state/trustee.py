@@ -240,6 +240,7 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
     journal_account: str = ""
     journal_text: str = ""
     journal_status: str = ALL
+    journal_form_key: int = 0
     journal_total: str = "0.00"
     connections: list[Choice] = []
     sync_connection_id: str = ""
@@ -271,6 +272,7 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
         self.sync_done, self.sync_failures, self.sync_message, self.sync_synced = False, [], "", 0
         self.journal_from = self.journal_to = self.journal_account = self.journal_text = ""
         self.journal_status = self.receipt_filter = ALL
+        self.journal_form_key += 1
         self.sync_connection_id = ""
 
     def _close_receipt(self) -> None:
@@ -663,9 +665,9 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
     def reset_filters(self):
         self.journal_from = self.journal_to = self.journal_account = self.journal_text = ""
         self.journal_status = ALL
+        self.journal_form_key += 1  # the filter inputs start again from the emptied values
         self.error = ""
-        return [rx.set_value(f"journal-{name}", "") for name in ("from", "to", "account", "text")] + \
-            [self._reload()]
+        return self._reload()
 
     @rx.event
     @requires_door(TrusteeInterface.export_journal)

@@ -183,6 +183,7 @@ def _filters() -> rx.Component:
             align="end", spacing="3", wrap="wrap",
         ),
         on_submit=TrusteeState.apply_filters, reset_on_submit=False, width="100%",
+        key=TrusteeState.journal_form_key,
     )
 
 
