@@ -29,6 +29,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.ai_server import ScriptedAiServer
+from tests.bexio_server import BexioServer
+from tests.bexio_server import serve as serve_bexio
 from tests.clickup_server import ClickUpServer
 from tests.clickup_server import serve as serve_clickup
 from tests.jira_server import JiraServer, serve_jira
@@ -69,6 +71,7 @@ class RunningApp:
     graph: MsGraph  # the Microsoft 365 identity platform + Graph stand-in
     clickup: ClickUpServer  # ClickUp's API v2 and consent page
     jira: JiraServer  # a Jira Cloud site and Atlassian's identity service
+    bexio: BexioServer | None = None  # Bexio's API (the Trustee's sync target; POWERON_BEXIO_URL); what it received
 
     def mail_settings(self, password: str | None = None) -> dict[str, object]:
         """The settings of an `imap` connection to the test mailbox (no TLS on 127.0.0.1)."""
@@ -172,6 +175,9 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
     stand_in = serve_graph(MsGraph(MSFT_CLIENT_ID, MSFT_CLIENT_SECRET, msft_callback))
     clickup_stand_in = serve_clickup(ClickUpServer(redirect_uri=f"{api_url}/api/connections/oauth/clickup/callback"))
     jira_stand_in = serve_jira(JiraServer(redirect_uri=f"{api_url}/api/connections/oauth/jira/callback"))
+    bexio_stand_in = serve_bexio(BexioServer())
+    bexio = bexio_stand_in.__enter__()
+    os.environ["POWERON_BEXIO_URL"] = bexio.url  # the app's environment is copied from this process's
     with serve(registered) as provider, imap_server() as imap, smtp_server() as smtp, stand_in as graph, \
             clickup_stand_in as clickup, jira_stand_in as jira:
         with log.open("w") as out:
@@ -182,6 +188,7 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )
         app = RunningApp(ui_url, api_url, log, provider, ai, imap, smtp, graph, clickup, jira)
+        app.bexio = bexio
         try:
             wait_until_serving(process, app.api_url, f"{app.ui_url}/login", app.log, "reflex run")
             yield app
@@ -192,6 +199,8 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
             ai.stop()
+            os.environ.pop("POWERON_BEXIO_URL", None)
+            bexio_stand_in.__exit__(None, None, None)
 
 
 @pytest.fixture

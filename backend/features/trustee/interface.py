@@ -290,7 +290,7 @@ class TrusteeInterface(Door):
         if code in (None, ""):
             return None
         codes = self._codes()
-        if code not in codes:
+        if not isinstance(code, str) or code not in codes:
             raise InvalidInput([FieldError(field_name, f"unknown VAT code {code!r}; use one of {', '.join(codes)}")])
         return str(code)
 
@@ -664,7 +664,10 @@ class TrusteeInterface(Door):
         from backend.connectors.kinds import bexio
         from backend.connectors.types import ConnectionFailed
 
-        credentials = store.open_connection(self.session, self.user, connection_id, [bexio.TYPE_ID])
+        try:
+            credentials = store.open_connection(self.session, self.user, connection_id, [bexio.TYPE_ID])
+        except ConnectionFailed as exc:
+            raise InvalidInput([FieldError("connectionId", str(exc))]) from None
         query = select(TrusteeReceipt).where(TrusteeReceipt.feature_instance_id == self.instance.id,
                                              TrusteeReceipt.status == lifecycle.BOOKED)
         receipts = [r for r in self.session.exec(self.visible(query, TrusteeReceipt, RECEIPT_DATA, "update")
@@ -746,8 +749,9 @@ class TrusteeInterface(Door):
         """The instance's VAT codes (current Swiss rates)."""
         return [VatCodeView(c.code, c.rate, c.label) for c in self._codes().values()]
 
+    @guarded(DATA, RECEIPT_DATA, "read")
     def closed_until(self) -> date | None:
-        """The end of the closed period, if any (no right needed beyond opening the instance)."""
+        """The end of the closed period (feature_instance.settings["closedUntil"]), if any."""
         return proposals.closed_until(self.instance.settings)
 
     @guarded(RESOURCE, MANAGE_ACCOUNTS)
