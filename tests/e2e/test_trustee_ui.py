@@ -9,7 +9,6 @@ viewer of the instance reads the same receipt and journal without any control to
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from pathlib import Path
@@ -20,7 +19,7 @@ from fpdf import FPDF
 from playwright.sync_api import Page, expect
 
 from tests.ai_server import RecordedRequest
-from tests.e2e.conftest import RunningApp
+from tests.e2e.conftest import ADMIN_PASSWORD, RunningApp
 from tests.e2e.test_editor_ui import api
 from tests.e2e.test_workflows_ui import open_instance, sign_in
 
@@ -28,6 +27,7 @@ pytestmark = pytest.mark.e2e
 
 SHOTS = Path("/tmp/shots22")
 TOTAL, VAT, NET = "107.70", "8.07", "99.63"
+VIEWER_PASSWORD = "viewer-pass-22"
 
 
 def receipt_pdf(lines: list[str]) -> bytes:
@@ -92,7 +92,7 @@ def test_a_receipt_goes_from_the_inbox_to_bexio(page: Page, running_app: Running
     ai.responder = scripted_model(supplier)
     SHOTS.mkdir(parents=True, exist_ok=True)
     try:
-        sign_in(page, "admin", running_app_password())
+        sign_in(page, "admin", ADMIN_PASSWORD)
         expect(page).to_have_url(re.compile(r"/workflows$"))
         open_trustee(page, label)
         expect(page.locator("#receipt-list-empty")).to_contain_text("No receipts yet")
@@ -105,6 +105,12 @@ def test_a_receipt_goes_from_the_inbox_to_bexio(page: Page, running_app: Running
             {"name": letter, "mimeType": "application/pdf", "buffer": receipt_pdf([
                 "Minutes of the board meeting", "Present: A. Muster, B. Beispiel", "1. The budget was approved."])},
         ])
+        expect(page.locator(".receipt-row")).to_have_count(2)
+        # Wrong input: a file that cannot be a receipt is refused with the reason, nothing is listed.
+        page.locator("#trustee-upload input[type=file]").set_input_files(files=[
+            {"name": f"notes-{tag}.txt", "mimeType": "text/plain", "buffer": b"Buy paper."}])
+        expect(page.locator("#trustee-error")).to_contain_text(f"notes-{tag}.txt: file: 'notes-{tag}.txt' is "
+                                                               "neither a PDF nor an image")
         expect(page.locator(".receipt-row")).to_have_count(2)
         row = receipt_row(page, receipt)
         expect(row.locator(".receipt-extraction")).to_have_text("extracted")
@@ -192,27 +198,83 @@ def test_a_receipt_goes_from_the_inbox_to_bexio(page: Page, running_app: Running
         page.locator("#tab-journal").click()
         expect(page.locator("#journal-connection")).to_contain_text(connection)
         page.locator("#journal-sync").click()
-        expect(page.locator("#sync-result")).to_contain_text("Synced 1 receipt(s) to Bexio.")
+        expect(page.locator("#sync-result")).to_contain_text("Synced 1 · 1 receipt sent to Bexio")
         expect(page.locator("#journal-table .journal-status").first).to_have_text("synced")
         page.screenshot(path=str(SHOTS / "journal.png"), full_page=True)
-        assert_bexio_received(running_app, supplier)
+        assert_bexio_received(running_app, receipt, supplier)
     finally:
         ai.clear()
 
 
-def running_app_password() -> str:
-    from tests.e2e.conftest import ADMIN_PASSWORD
-
-    return ADMIN_PASSWORD
-
-
 def make_bexio_connection(running_app: RunningApp, headers: dict[str, str], tag: str) -> str:
-    """A `bexio` connection of the admin to the stand-in (over REST); its label."""
-    raise NotImplementedError
+    """A `bexio` connection of the admin to the stand-in (over REST, tested live by the app); its label."""
+    label = f"Bexio {tag}"
+    made = httpx.post(f"{running_app.api_url}/api/connections", headers=headers, timeout=60, json={
+        "type": "bexio", "label": label, "settings": {"apiToken": running_app.bexio.token}})
+    assert made.status_code == 201, made.text
+    return label
 
 
-def assert_bexio_received(running_app: RunningApp, supplier: str) -> None:
-    raise NotImplementedError
+def assert_bexio_received(running_app: RunningApp, receipt: str, supplier: str) -> None:
+    """The stand-in holds the receipt as one compound manual entry: expense (with its VAT code) and input tax."""
+    bexio = running_app.bexio
+    with bexio.lock:
+        entries = [e for e in bexio.entries if e.get("reference_nr") == receipt]
+    assert len(entries) == 1, bexio.entries
+    entry = entries[0]
+    assert entry["type"] == "manual_compound_entry" and entry["date"] == "2026-11-20"
+    lines = {(line["debit_account_id"], line["credit_account_id"], line["amount"], line.get("tax_id"))
+             for line in entry["entries"]}
+    assert lines == {(bexio.account_id("6500"), bexio.account_id("2000"), float(NET), bexio.tax_id("VM81")),
+                     (bexio.account_id("1170"), bexio.account_id("2000"), float(VAT), None)}
+    assert any(supplier in line["description"] for line in entry["entries"])
 
 
-_ = json
+def test_a_viewer_reads_receipts_and_journal_without_controls(page: Page, running_app: RunningApp):
+    tag = uuid.uuid4().hex[:6]
+    label, supplier, name = f"Trustee view {tag}", f"Kiosk {tag}", f"kiosk-{tag}.pdf"
+    headers, instance_id = make_instance(running_app, label)
+    base = f"{running_app.api_url}/api/trustee/{instance_id}"
+    ai = running_app.ai
+    ai.clear()
+    ai.responder = scripted_model(supplier)
+    try:
+        uploaded = httpx.post(f"{base}/receipts", headers=headers, files=[
+            ("files", (name, receipt_pdf([supplier, f"Total CHF {TOTAL}"]), "application/pdf"))])
+        assert uploaded.status_code == 201, uploaded.text
+        receipt_id = uploaded.json()[0]["id"]
+        for step in ("extract", "check", "propose"):
+            done = httpx.post(f"{base}/receipts/{receipt_id}/{step}", headers=headers, timeout=60)
+            assert done.status_code == 200, done.text
+    finally:
+        ai.clear()
+    me = httpx.get(f"{running_app.api_url}/api/me", headers=headers).json()
+    mandate = next(m["id"] for m in me["mandates"] if m["name"] == "Default")
+    username = f"tviewer{tag}"
+    created = httpx.post(f"{running_app.api_url}/api/mandates/{mandate}/users", headers=headers,
+                         json={"username": username, "password": VIEWER_PASSWORD, "roles": ["viewer"]})
+    assert created.status_code == 201, created.text
+    granted = httpx.post(f"{running_app.api_url}/api/instances/{instance_id}/access", headers=headers,
+                         json={"userId": created.json()["id"], "roles": ["trustee-viewer"]})
+    assert granted.status_code == 200, granted.text
+
+    sign_in(page, username, VIEWER_PASSWORD)
+    expect(page).to_have_url(re.compile(r"/workflows$"))
+    open_trustee(page, label)
+    expect(page.locator("#trustee-read-only")).to_contain_text("do not let you upload or book")
+    expect(page.locator("#trustee-upload")).to_have_count(0)
+    row = receipt_row(page, name)
+    expect(row.locator(".receipt-supplier")).to_have_text(supplier)
+    expect(row.locator(".receipt-extract")).to_have_count(0)
+    row.locator(".receipt-open").click()
+    expect(page.locator("#receipt-supplier")).to_have_value(supplier)
+    expect(page.locator("#receipt-supplier")).to_have_attribute("readonly", "")
+    expect(page.locator(".position-row")).to_have_count(2)
+    for control in ("#receipt-save", "#receipt-check", "#receipt-propose", "#receipt-book", ".position-accept",
+                    ".position-reject", ".position-edit"):
+        expect(page.locator(control)).to_have_count(0)
+    page.locator("#tab-journal").click()
+    expect(page.locator("#journal-empty")).to_have_text("No booked lines match.")
+    expect(page.locator("#journal-export-csv")).to_be_visible()
+    expect(page.locator("#journal-sync")).to_have_count(0)
+    expect(page.locator("#bexio-hint")).to_have_count(0)
