@@ -249,7 +249,9 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
     sync_failures: list[str] = []
     sync_message: str = ""
 
-    _worker_running: bool = False
+    # True while a worker extracts; the page starts one whenever receipts wait and none runs
+    # (an upload handler must not chain it: its request would stay open, blocking the next drop)
+    extraction_running: bool = False
 
     # --- loading --------------------------------------------------------------------------------
 
@@ -476,9 +478,8 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
         event = self._reload()
         if event is not None:
             return event
-        if stored and self.can_extract:
+        if stored and self.can_extract:  # the page's extraction trigger starts the worker
             self.extracting = [*self.extracting, *[i for i in stored if i not in self.extracting]]
-            return TrusteeState.run_extractions
         return None
 
     @rx.event
@@ -495,14 +496,17 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
     async def run_extractions(self):
         """Extract the waiting receipts one after the other; each row shows its progress."""
         async with self:
-            if self._worker_running or not self.extracting:
+            if self.extraction_running or not self.extracting:
                 return
-            self._worker_running = True
+            self.extraction_running = True
             token, instance_id = self.token, self.instance_id
         try:
             while True:
                 async with self:
-                    if not self.extracting or self.instance_id != instance_id:
+                    if self.instance_id != instance_id:
+                        self.extracting = []
+                    if not self.extracting:  # checked and ended under one lock: no receipt is left behind
+                        self.extraction_running = False
                         return
                     receipt_id = self.extracting[0]
                 problem = await asyncio.to_thread(_extract, token, instance_id, receipt_id)
@@ -511,9 +515,10 @@ class TrusteeState(InstanceChoiceMixin, PageMixin, AuthState):
                     if problem:
                         self.error = problem
                     self._reload()
-        finally:
+        except BaseException:
             async with self:
-                self._worker_running = False
+                self.extraction_running = False
+            raise
 
     # --- the review -----------------------------------------------------------------------------
 

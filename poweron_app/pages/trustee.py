@@ -119,6 +119,14 @@ def _receipt_row(row: ReceiptRow) -> rx.Component:
     )
 
 
+def _extraction_trigger() -> rx.Component:
+    """Starts the extraction worker whenever receipts wait and none runs (mounted only then)."""
+    return rx.cond(
+        (TrusteeState.extracting.length() > 0) & ~TrusteeState.extraction_running,
+        rx.box(on_mount=TrusteeState.run_extractions, display="none", id="extraction-trigger"),
+    )
+
+
 def inbox_panel() -> rx.Component:
     return rx.vstack(
         _upload(),
@@ -283,7 +291,7 @@ def trustee_page() -> rx.Component:
                 empty_state("lock", "No Trustee instance",
                             "You have no access to a Trustee instance. Ask an administrator of your mandate to "
                             "give you a role in one."),
-                rx.vstack(_messages(), _tabs(), width="100%", spacing="3"),
+                rx.vstack(_messages(), _tabs(), _extraction_trigger(), width="100%", spacing="3"),
             ),
         ),
         instance=TrusteeState,

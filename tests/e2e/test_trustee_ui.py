@@ -32,7 +32,7 @@ VIEWER_PASSWORD = "viewer-pass-22"
 
 def receipt_pdf(lines: list[str]) -> bytes:
     """A one-page PDF with a text layer showing `lines` (fpdf2)."""
-    pdf = FPDF(format="A5")
+    pdf = FPDF(format=(148, 210))  # A5 in mm
     pdf.add_page()
     pdf.set_font("Helvetica", size=11)
     for line in lines:
