@@ -110,7 +110,7 @@ def fields_pane() -> rx.Component:
 
 def _line_input(key: str, width: str, datalist: str | None = None) -> rx.Component:
     return rx.input(value=TrusteeState.line_values[key], on_change=lambda v: TrusteeState.set_line_value(key, v),
-                    class_name=f"position-{key.replace('_', '-')}", size="1", width=width,
+                    id=f"line-{key.replace('_', '-')}", size="1", width=width,
                     list=datalist)
 
 

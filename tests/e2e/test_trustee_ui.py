@@ -141,6 +141,12 @@ def test_a_receipt_goes_from_the_inbox_to_bexio(page: Page, running_app: Running
         expect(page.locator("#receipt-book")).to_be_disabled()
         expect(page.locator("#book-reason")).to_have_text("Mark the receipt as checked first.")
 
+        # Wrong input in a field: the door names it and the form it expects; nothing is saved.
+        page.locator("#receipt-currency").fill("CH")
+        page.locator("#receipt-save").click()
+        expect(page.locator("#trustee-error")).to_contain_text("currency: must be a three-letter ISO currency code")
+        page.locator("#receipt-currency").fill("CHF")
+
         # An edit is saved with Checked.
         page.locator("#receipt-description").fill("Printer paper and toner for the office")
         page.locator("#receipt-check").click()
@@ -157,6 +163,14 @@ def test_a_receipt_goes_from_the_inbox_to_bexio(page: Page, running_app: Running
         vat_line = lines.filter(has=page.locator(".position-debit", has_text="1170"))
         expect(vat_line.locator(".position-amount")).to_have_text(VAT)
         page.screenshot(path=str(SHOTS / "review.png"), full_page=True)
+
+        # A line is corrected before it is accepted: it becomes a manual line.
+        expense.locator(".position-edit").click()
+        page.locator("#line-text").fill(f"Office supplies {tag}")
+        page.locator(".position-save").click()
+        expect(page.locator("#trustee-notice")).to_contain_text("Line saved.")
+        expense = lines.filter(has=page.locator(".position-text", has_text=f"Office supplies {tag}"))
+        expect(expense.locator(".position-reason")).to_contain_text("changed by System administrator")
 
         # Line by line: with one accepted the booking does not balance, and Book says so.
         expense.locator(".position-accept").click()
@@ -181,12 +195,13 @@ def test_a_receipt_goes_from_the_inbox_to_bexio(page: Page, running_app: Running
         page.locator("#journal-account").fill("6500")
         page.locator("#journal-apply").click()
         expect(journal).to_have_count(1)
-        expect(journal.locator(".journal-text")).to_contain_text(supplier)
+        expect(journal.locator(".journal-text")).to_have_text(f"Office supplies {tag}")
         expect(page.locator("#journal-total")).to_contain_text(f"1 lines · total {NET}")
         with page.expect_download() as download:
             page.locator("#journal-export-csv").click()
         exported = Path(download.value.path()).read_text(encoding="utf-8-sig")
-        assert supplier in exported and NET in exported and "1170" not in exported
+        assert f"Office supplies {tag}" in exported and supplier in exported and NET in exported
+        assert "1170" not in exported
         page.locator("#journal-reset").click()
         expect(journal).to_have_count(2)
 
