@@ -31,7 +31,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, Numeric, String, cast, func, literal, select
+from sqlalchemy import JSON, Boolean, Date, DateTime, Float, Integer, Numeric, String, cast, func, literal, select
 from sqlalchemy import types as sqltypes
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, SQLModel
@@ -111,6 +111,8 @@ def column_kind(column: Any) -> str:
         return "number"
     if isinstance(sql_type, DateTime):
         return "datetime"
+    if isinstance(sql_type, Date):
+        return "date"  # a calendar date (e.g. a booking date): compared with YYYY-MM-DD
     if isinstance(sql_type, sqltypes.Text):
         return "text"
     if isinstance(sql_type, String):
@@ -427,6 +429,11 @@ def coerce_value(column: Any, value: Any, field_name: str) -> Any:
 
     if value is None:
         return None
+    if kind == "date":
+        try:
+            return date.fromisoformat(str(value).strip()[:10])
+        except ValueError:
+            raise bad("a date as YYYY-MM-DD, e.g. 2025-07-01") from None
     if kind == "datetime":
         if not isinstance(value, str):
             raise bad("an ISO 8601 date or time such as 2024-05-01 or 2024-05-01T12:00:00Z")

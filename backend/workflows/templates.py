@@ -346,3 +346,50 @@ def template(template_id: str) -> Template:
         if found.id == template_id:
             return _copy(found)
     raise NotFound(f"template '{template_id}' not found; the templates are: {', '.join(t.id for t in TEMPLATES)}")
+
+# Issue 22: a receipt that arrives by mail is read, proposed for booking, approved by a person and booked
+# in a Trustee instance (the input's trusteeInstanceId; every trustee node takes it).
+_TRUSTEE = "{{ input.trusteeInstanceId }}"
+_RECEIPT_ID = "{{ nodes.extract.output.receipt.id }}"
+
+_RECEIPT_BOOKING = Template(
+    id="receipt-email-booking",
+    name="Receipt e-mail → extract → approval → booking",
+    description="Waits for a mail with an attached receipt (subject containing the input's subjectContains), lets "
+                "the AI read the receipt into the Trustee instance named by the input's trusteeInstanceId, proposes "
+                "its booking lines (the supplier's earlier account, else the AI's choice) and asks a Graphical "
+                "Editor admin to approve; approved, the receipt is checked and booked. Choose your mail connection "
+                "in the mail node.",
+    category="documents",
+    graph={
+        "nodes": [
+            _node("start", "trigger.manual", "Start", 0),
+            _node("mail", "email.checkEmail", "Wait for the receipt mail", 1, connectionId="", folder="Inbox",
+                  filter={"hasAttachment": True, "subjectContains": "{{ input.subjectContains | default('') }}"}),
+            _node("extract", "trustee.extract", "Read the receipt", 2, files="{{ nodes.mail.output.files }}",
+                  trusteeInstanceId=_TRUSTEE),
+            _node("propose", "trustee.process", "Propose the booking", 3, receiptId=_RECEIPT_ID,
+                  trusteeInstanceId=_TRUSTEE, book=False),
+            _node("approve", "input.approval", "Approve the booking", 4,
+                  title="Book {{ nodes.extract.output.receipt.supplier }}: {{ nodes.extract.output.receipt.total }} "
+                        "{{ nodes.extract.output.receipt.currency }}",
+                  message="Receipt {{ nodes.extract.output.receipt.file_name }} of "
+                          "{{ nodes.extract.output.receipt.receipt_date }} from {{ nodes.mail.output.from }}: "
+                          "total {{ nodes.extract.output.receipt.total }}, VAT "
+                          "{{ nodes.extract.output.receipt.vat_amount }} ({{ nodes.extract.output.receipt.vat_code }})"
+                          ". Proposed: {% for p in nodes.propose.output.positions %}{{ p.debit_account }} / "
+                          "{{ p.credit_account }} {{ p.amount }} ({{ p.reason }}); {% endfor %}"
+                          "{{ nodes.propose.output.warnings | join('; ') }}",
+                  assignee={"role": "graphicalEditor-admin"}),
+            _node("book", "trustee.process", "Book the receipt", 5, -1, receiptId=_RECEIPT_ID,
+                  trusteeInstanceId=_TRUSTEE, book=True),
+            _node("declined", "context.transform", "Not booked", 5, 1, data="{{ nodes.extract.output.receipt }}",
+                  template="Receipt {{ file_name }} of {{ supplier }} was not booked (declined)."),
+        ],
+        "edges": [_edge("start", "mail"), _edge("mail", "extract"), _edge("extract", "propose"),
+                  _edge("propose", "approve"), _edge("approve", "book", "approved"),
+                  _edge("approve", "declined", "rejected")],
+    },
+    sample_input={"subjectContains": "Beleg", "trusteeInstanceId": ""},
+)
+TEMPLATES = (*TEMPLATES, _RECEIPT_BOOKING)

@@ -98,7 +98,7 @@ def test_every_declared_need_is_a_known_requirement():
     for need in declared:
         assert requirements.requirement(need).id == need
     with pytest.raises(KeyError, match=r"known: ai, webSearch, mail, sandbox, or connection types joined by '\|' "
-                                       r"\(clickup, imap, jira, msft\)"):
+                                       r"\(bexio, clickup, imap, jira, msft\)"):
         requirements.requirement("fax")
 
 
@@ -128,6 +128,7 @@ def test_a_templates_connections_are_derived_from_its_nodes():
     assert derived == {"expense-approval": (), "daily-web-digest": ("webSearch", "ai"), "summarise-file": ("ai",),
                        "webhook-notification": (), "email-attachment-analysis": ("mail", "ai", "msft"),
                        "jira-to-clickup-sync": ("jira", "clickup"),
+                       "receipt-email-booking": ("mail", "ai"),
                        "daily-inbox-digest": ("imap|msft", "ai", "mail"), "clickup-overdue-mail": ("clickup", "mail")}
     # The sandbox is needed but part of the embedded default (make run installs bubblewrap).
     webhook = templates.template("webhook-notification")

@@ -110,6 +110,24 @@ class Tenant:
     role_ids: list[str] = field(default_factory=list)
     mcp_server_id: str = ""
 
+    @property
+    def receipt_id(self) -> str:
+        """The receipt of the tenant's Trustee instance (made in build_tenant)."""
+        from backend.features.trustee.models import TrusteeReceipt
+
+        with session_scope() as session:
+            return session.exec(select(TrusteeReceipt.id).where(
+                TrusteeReceipt.feature_instance_id == self.instances["trustee"])).one()
+
+    @property
+    def position_id(self) -> str:
+        """The booking line of that receipt."""
+        from backend.features.trustee.models import TrusteePosition
+
+        with session_scope() as session:
+            return session.exec(select(TrusteePosition.id).where(
+                TrusteePosition.feature_instance_id == self.instances["trustee"])).one()
+
     def instance_for(self, path: str) -> str:
         """The instance of the feature serving `path` (/api/<featureCode>/…), else the editor."""
         code = path.split("/")[2]
@@ -144,6 +162,8 @@ PATH_IDS: dict[str, Callable[[Tenant, str], str]] = {
     "type": lambda t, path: "msft",  # a connection type (/api/connections/oauth/{type}/…)
     "clientId": lambda t, path: "walk-client",  # an OAuth client of an external MCP server (oauth.clientId)
     "profile": lambda t, path: "workspace",  # an agent profile (/api/mandates/{mandateId}/agent-approvals/{profile})
+    "receiptId": lambda t, path: t.receipt_id,  # a Trustee receipt (/api/trustee/{instanceId}/receipts/{receiptId})
+    "positionId": lambda t, path: t.position_id,  # its booking line (/api/trustee/{instanceId}/positions/…)
 }
 # Id parameters of objects every tenant shares (no tenant's data): the foreign-id walk skips them.
 SHARED_IDS: dict[str, str] = {
@@ -226,6 +246,23 @@ def build_tenant(name: str) -> Tenant:
                                tools=[{"name": "echo", "description": f"Echo of {name}",
                                        "inputSchema": {"type": "object"}}], sys_created_by=admin.id)
         session.add(mcp_server)
+        # A Trustee receipt with its file and a proposed booking line.
+        from datetime import date as _date
+
+        from backend.features.trustee.models import TrusteePosition, TrusteeReceipt
+
+        trustee = instances["trustee"]
+        receipt_file = files.write_text(files.FileScope(session, admin, mandate.id, trustee.id),
+                                        f"/receipts/receipt-{name}.txt", f"Receipt of tenant {name}")
+        receipt = TrusteeReceipt(mandate_id=mandate.id, feature_instance_id=trustee.id, file_id=receipt_file.id,
+                                 file_name=receipt_file.name, supplier=f"Supplier of {name}",
+                                 receipt_date=_date(2025, 8, 1), total=108.1, vat_amount=8.1, vat_code="VM81",
+                                 sys_created_by=admin.id)
+        session.add(receipt)
+        session.flush()
+        session.add(TrusteePosition(mandate_id=mandate.id, feature_instance_id=trustee.id, receipt_id=receipt.id,
+                                    booking_date=_date(2025, 8, 1), debit_account="6640", credit_account="2000",
+                                    amount=108.1, text=f"Booking of {name}", sys_created_by=admin.id))
         admin_token = issue_token(session, admin).token
         viewer_token = issue_token(session, viewer).token
         session.flush()

@@ -12,8 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from sqlalchemy import func, select
 
 from backend.actions.base import ActionContext, ActionParams, action
+from backend.errors import FieldError, InvalidInput
 from backend.features.data_access import (
     DEFAULT_CELL_CHARS,
     MAX_CELL_CHARS,
@@ -61,7 +63,7 @@ def _note(shortened: bool, cell_chars: int) -> str | None:
 
 class ColumnInfo(_Output):
     name: str
-    type: str = Field(description="string, text, integer, number, boolean, datetime or json")
+    type: str = Field(description="string, text, integer, number, boolean, date, datetime or json")
     description: str = ""
 
 
@@ -168,13 +170,20 @@ class QueryTableParams(ActionParams):
                        description=f"At most this many rows (default 50, at most {QUERY_MAX}; 0 only counts)")
     offset: int = Field(0, ge=0, description="Matching rows to skip (for the next page)")
     max_cell_chars: int = Field(DEFAULT_CELL_CHARS, ge=20, le=MAX_CELL_CHARS, description=CELL_HELP)
+    sum: list[str] | None = Field(None, max_length=10,
+                                  description="Number columns to total over ALL matching rows (not only this page); "
+                                              "the totals come back in sums — use them instead of adding rows up")
+
+
+class QueryRowsOutput(RowsOutput):
+    sums: dict[str, float] | None = Field(None, description="column → total over all matching rows (with sum)")
 
 
 @action("featureData.queryTable", toolbox=TOOLBOX, label="Query table",
         description="Find rows of one table of this feature instance: choose columns, filter with conditions "
                     "(=, !=, <, <=, >, >=, contains, startsWith, in, isNull; all must hold), sort and limit. "
                     "Returns the matching rows and how many match in total (limit 0 only counts).",
-        params=QueryTableParams, output=RowsOutput, capabilities=("read",))
+        params=QueryTableParams, output=QueryRowsOutput, capabilities=("read",))
 def query_table(params: QueryTableParams, context: ActionContext) -> RowsOutput:
     data = _open(context)
     readable = data.table(params.table)
@@ -189,6 +198,24 @@ def query_table(params: QueryTableParams, context: ActionContext) -> RowsOutput:
     where = [condition(data.column(readable, f.column, f"where[{i}].column"), f.op, f.value, f"where[{i}]")
              for i, f in enumerate(params.where)]
     order_by = _order(data, readable, params.order_by)
-    return _page(data, readable, columns, where, order_by, params.descending, params.limit, params.offset,
+    page = _page(data, readable, columns, where, order_by, params.descending, params.limit, params.offset,
                  params.max_cell_chars)
+    if not params.sum:
+        return page
+    totals = _sums(data, readable, params.sum, where)
+    return QueryRowsOutput(**page.model_dump(), sums=totals)
+
+
+def _sums(data: InstanceData, readable: ReadableTable, names: list[str], where: list[Any]) -> dict[str, float]:
+    """The totals of number columns over every matching row the caller may read."""
+    columns = []
+    for index, name in enumerate(names):
+        column = data.column(readable, name, f"sum[{index}]")
+        if column_kind(column) not in ("integer", "number"):
+            raise InvalidInput([FieldError(f"sum[{index}]", f"column '{column.name}' is {column_kind(column)}: "
+                                                            "only number columns can be summed")])
+        columns.append(column)
+    query = select(*(func.coalesce(func.sum(c), 0) for c in columns)).select_from(readable.table.sql_table)
+    row = data.session.execute(data.narrow(readable, query.where(*where))).one()
+    return {c.name: round(float(v), 2) for c, v in zip(columns, row, strict=True)}
 

@@ -31,8 +31,8 @@ from backend.files import service as files
 from backend.statemachines import ConcurrentTransition, IllegalTransition
 
 TOOLBOX = "trustee"
-INSTANCE_HELP = ("Id of the Trustee instance (default: this instance when it is a Trustee); the caller must be "
-                 "allowed to open it")
+INSTANCE_HELP = ("Id of the Trustee instance (default: this instance when it is a Trustee, else the only Trustee "
+                 "instance of the mandate the caller may open)")
 TEXT_CHARS = 4_000
 
 
@@ -50,10 +50,15 @@ def trustee_door(context: ActionContext, instance_id: str | None) -> TrusteeInte
     if chosen is None:
         current = context.session.get(FeatureInstance, context.feature_instance_id) \
             if context.feature_instance_id else None
-        if current is None or current.feature_code != FEATURE_CODE:
-            raise InvalidInput([FieldError("trusteeInstanceId", "name the Trustee instance to work in (this step "
-                                                                "does not run in one)")])
-        chosen = current.id
+        if current is not None and current.feature_code == FEATURE_CODE:
+            chosen = current.id
+        else:
+            mine = [i for i in context.access.visible_instances(FEATURE_CODE) if i.mandate_id == context.mandate_id]
+            if len(mine) != 1:
+                raise InvalidInput([FieldError("trusteeInstanceId", (
+                    "name the Trustee instance to work in: this step does not run in one, and you may open "
+                    f"{len(mine)} Trustee instances in this mandate"))])
+            chosen = mine[0].id
     door = open_interface(context.access, chosen)
     if door.instance.mandate_id != context.mandate_id:
         raise NotFound(f"feature instance {chosen} not found")

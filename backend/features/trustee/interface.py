@@ -321,6 +321,13 @@ class TrusteeInterface(Door):
         self.session.flush()
         return self._view(row)
 
+    @guarded(DATA, RECEIPT_DATA, "create")
+    def upload_receipts(self, uploads: list[tuple[bytes, str, str | None]]) -> list[ReceiptView]:
+        """Several uploads at once ((bytes, file name, content type) each); InvalidInput for none."""
+        if not uploads:
+            raise InvalidInput([FieldError("files", "send the receipts as multipart/form-data fields 'files'")])
+        return [self.upload_receipt(data, name, mime) for data, name, mime in uploads]
+
     def _free_name(self, name: str) -> str:
         """`name`, or `name (2)` … when the receipts folder holds it already (uploads never replace)."""
         taken = {e.name for e in self.files.list_files(RECEIPT_FOLDER)} if self._folder_exists() else set()

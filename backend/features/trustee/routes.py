@@ -17,7 +17,6 @@ from fastapi import APIRouter, Body, Depends, File, Path, Query, Response, Uploa
 from backend.api.deps import CurrentUser, DbSession
 from backend.api.permissions import declared_by
 from backend.api.schemas import CamelModel
-from backend.errors import FieldError, InvalidInput
 from backend.features.trustee.interface import TrusteeInterface, get_interface
 
 router = APIRouter(prefix="/{instanceId}", tags=["trustee"])
@@ -147,15 +146,14 @@ def _attachment(name: str, mime: str, data: bytes, inline: bool = False) -> Resp
 
 
 @router.post("/receipts", status_code=201, response_model=list[ReceiptOut],
-             **declared_by(TrusteeInterface.upload_receipt))
+             **declared_by(TrusteeInterface.upload_receipts))
 def upload_receipts(
     iface: Trustee,
     files: Annotated[list[UploadFile] | None, File(description="One or more receipt files (PDF or image)")] = None,
 ) -> list[ReceiptOut]:
     """Upload receipts (multipart field `files`, repeated); each becomes a draft waiting for extraction."""
-    if not files:
-        raise InvalidInput([FieldError("files", "send the receipts as multipart/form-data fields 'files'")])
-    return [_receipt(iface.upload_receipt(f.file.read(), f.filename or "", f.content_type)) for f in files]
+    return [_receipt(v) for v in iface.upload_receipts([(f.file.read(), f.filename or "", f.content_type)
+                                                        for f in files or []])]
 
 
 @router.get("/receipts", response_model=list[ReceiptOut], **declared_by(TrusteeInterface.list_receipts))
