@@ -167,7 +167,7 @@ def _journal_row(line: PositionRow) -> rx.Component:
     )
 
 
-def _filter_input(name: str, label: str, value: rx.Var, kind: str = "text", width: str = "9.5em") -> rx.Component:
+def _filter_input(name: str, label: str, value: rx.Var, kind: str = "text", width: str = "10em") -> rx.Component:
     return rx.vstack(
         rx.text(label, size="1", color_scheme="gray"),
         rx.input(name=name, id=f"journal-{name.replace('date_', '')}", default_value=value, type=kind, size="2",
@@ -182,7 +182,7 @@ def _filters() -> rx.Component:
             _filter_input("date_from", "Date from", TrusteeState.journal_from, "date"),
             _filter_input("date_to", "Date to", TrusteeState.journal_to, "date"),
             _filter_input("account", "Account", TrusteeState.journal_account, width="7em"),
-            _filter_input("text", "Text", TrusteeState.journal_text, width="11em"),
+            _filter_input("text", "Text", TrusteeState.journal_text, width="10em"),
             rx.vstack(rx.text("Status", size="1", color_scheme="gray"),
                       _status_select(TrusteeState.journal_status, TrusteeState.set_journal_status, JOURNAL_STATUSES,
                                      "journal-status-filter"), spacing="1"),
