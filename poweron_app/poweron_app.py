@@ -17,6 +17,7 @@ from poweron_app.pages.monitor import monitor_page
 from poweron_app.pages.notifications import notifications_page
 from poweron_app.pages.sso import sso_page
 from poweron_app.pages.tokens import tokens_page
+from poweron_app.pages.trustee import trustee_page
 from poweron_app.pages.workflows import workflows_page
 from poweron_app.pages.workspace import workspace_page
 from state.admin import AdminState
@@ -30,6 +31,7 @@ from state.monitor import MonitorState
 from state.notifications import NotificationsState
 from state.sso import SsoState
 from state.tokens import TokensState
+from state.trustee import TrusteeState
 from state.workflows import WorkflowsState
 from state.workspace import WorkspaceState
 
@@ -64,6 +66,7 @@ app.add_page(login_page, route="/login", title="Sign in · PowerOn",
              on_load=[AuthState.redirect_signed_in, SsoState.check_enabled])
 app.add_page(workflows_page, route="/workflows", title="Workflows · PowerOn", on_load=WorkflowsState.load)
 app.add_page(workspace_page, route="/workspace", title="Workspace · PowerOn", on_load=WorkspaceState.load)
+app.add_page(trustee_page, route="/trustee", title="Trustee · PowerOn", on_load=TrusteeState.load)
 app.add_page(coach_page, route="/coach", title="Coach · PowerOn", on_load=CoachState.load)
 app.add_page(monitor_page, route="/monitor", title="Monitor · PowerOn", on_load=MonitorState.load)
 app.add_page(admin_page, route="/admin", title="Admin · PowerOn", on_load=AdminState.load)
