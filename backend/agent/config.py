@@ -113,7 +113,7 @@ SUB_AGENT_PROFILE = "featureData"
 # filtered per user (RBAC and connections) by backend.agent.toolset. Features without a profile
 # of their own (backend.agent.service) use the Workspace's.
 PROFILES: dict[str, Profile] = {
-    "workspace": Profile(AgentConfig(initial_toolboxes=["core"], available_toolboxes=["ai", "workflow"],
+    "workspace": Profile(AgentConfig(initial_toolboxes=["core"], available_toolboxes=["ai", "workflow", "trustee"],
                                      sub_agents=True, mcp_toolboxes=True, approvals=["send", "delete"]),
                        connector_toolboxes=True),
     # Spec §5.3 starts the editor's chat with core + workflow: 26 tools in round 1, over the

@@ -43,25 +43,25 @@ def test_profiles_are_copies():
         profile("nonsense")
 
 
-@action("jira.readIssues", toolbox="trustee", label="Read", description="Reads issues.", params=NoParameters,
-        connection_type="trustee")
+@action("jira.readIssues", toolbox="featureData", label="Read", description="Reads issues.", params=NoParameters,
+        connection_type="featureData")
 def _read_issues(params, context) -> list:
     return []
 
 
 def test_a_connector_toolbox_appears_by_registering_its_actions(monkeypatch):
-    assert "trustee" not in profile("workspace").available_toolboxes
+    assert "featureData" not in profile("workspace").available_toolboxes
     issues = declared_action(_read_issues)
-    others = {k: v for k, v in get_registry().actions.items() if v.toolbox != "trustee"}  # the real trustee tools
+    others = {k: v for k, v in get_registry().actions.items() if v.toolbox != "featureData"}  # its real tools
     with_jira = ActionRegistry({**others, issues.id: issues})
     monkeypatch.setattr(config, "get_registry", lambda: with_jira)
-    assert config.connector_toolboxes()[-1] == "trustee"
-    assert profile("workspace").available_toolboxes[-1] == "trustee"
-    assert "trustee" not in profile("graphicalEditor").available_toolboxes
+    assert config.connector_toolboxes()[-1] == "featureData"
+    assert profile("workspace").available_toolboxes[-1] == "featureData"
+    assert "featureData" not in profile("graphicalEditor").available_toolboxes
     # A toolbox with a tool that needs no connection is not a connector toolbox.
     plain = replace(issues, id="jira.listProjects", connection_type=None, connection_types=())
     monkeypatch.setattr(config, "get_registry", lambda: ActionRegistry({**with_jira.actions, plain.id: plain}))
-    assert "trustee" not in config.connector_toolboxes()
+    assert "featureData" not in config.connector_toolboxes()
 
 
 def test_an_action_may_work_with_several_connection_types():
@@ -72,7 +72,7 @@ def test_an_action_may_work_with_several_connection_types():
     assert "email" in config.connector_toolboxes()
     assert send.usable_with({"msft"}) and send.usable_with({"imap", "trustee"})
     assert not send.usable_with(set()) and not send.usable_with({"trustee"})
-    assert declared_action(_read_issues).connection_types == ("trustee",)
+    assert declared_action(_read_issues).connection_types == ("featureData",)
     with pytest.raises(ValueError, match="connection_type must be the first of connection_types"):
         action("x.y", toolbox="trustee", label="x", description="x", connection_type="msft",
                connection_types=("imap", "msft"))
