@@ -122,6 +122,9 @@ PROFILES: dict[str, Profile] = {
     # It preselects one toolbox at most, so a request that needs files or the web stays near 20 tools.
     "graphicalEditor": Profile(AgentConfig(initial_toolboxes=["workflow"], available_toolboxes=["core", "ai"],
                                            max_preselected=1)),
+    # Spec §5.3: the Chatbot answers from its database with core + chatbot, and never escalates.
+    "chatbot": Profile(AgentConfig(initial_toolboxes=["core", "chatbot"], available_toolboxes=[], sub_agents=False,
+                                   mcp_toolboxes=False, max_preselected=0)),
     # A Feature Data Agent reads one instance's tables; it cannot call a sub-agent.
     SUB_AGENT_PROFILE: Profile(AgentConfig(max_rounds=5, max_cost_chf=0.10, initial_toolboxes=[FEATURE_DATA_TOOLBOX],
                                            available_toolboxes=[], sub_agents=False, max_preselected=0)),
