@@ -113,7 +113,7 @@ def ask(session: Session, token: str, client: str, prompt: object, key: str | No
         raise NotFound("this chatbot link is not valid (wrong, rotated or switched off)")
     embed = (instance.settings or {}).get(EMBED) or {}
     enabler = session.get(User, embed.get("enabledBy") or "")
-    if enabler is None or not enabler.is_active:
+    if enabler is None or enabler.disabled:
         raise NotFound("this chatbot link is not valid (wrong, rotated or switched off)")
     LIMITER.take((embed["tokenHash"], client))
     chat_id = _chat_of(token, key)

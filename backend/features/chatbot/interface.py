@@ -263,7 +263,7 @@ class ChatbotInterface(Door):
         config = self.config
         owner_id = (self.instance.settings or {}).get(CONFIGURED_BY)
         owner = self.session.get(User, owner_id) if owner_id else None
-        if not config.connection_id or owner is None or not owner.is_active:
+        if not config.connection_id or owner is None or owner.disabled:
             raise QueryFailed("the chatbot has no usable database connection: ask its administrator to configure it")
         try:
             return store.open_connection(self.session, owner, config.connection_id, [sql_kind.TYPE_ID])
