@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 from playwright.sync_api import Page, expect
@@ -20,11 +22,13 @@ pytestmark = __import__("pytest").mark.e2e
 QUERY = "SELECT city, SUM(amount) AS total FROM sales GROUP BY city ORDER BY total DESC LIMIT 1"
 
 
-def _api(app: RunningApp) -> httpx.Client:
-    client = httpx.Client(base_url=app.api_url, timeout=30)
-    token = client.post("/api/auth/login", json={"username": "admin", "password": ADMIN_PASSWORD}).json()["token"]
-    client.headers["Authorization"] = f"Bearer {token}"
-    return client
+@contextmanager
+def _api(app: RunningApp) -> Iterator[httpx.Client]:
+    """The REST API as the administrator."""
+    with httpx.Client(base_url=app.api_url, timeout=30) as client:
+        login = client.post("/api/auth/login", json={"username": "admin", "password": ADMIN_PASSWORD})
+        client.headers["Authorization"] = f"Bearer {login.json()['token']}"
+        yield client
 
 
 def _chatbot_with_table(app: RunningApp, label: str) -> str:
