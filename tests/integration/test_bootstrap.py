@@ -13,6 +13,7 @@ from backend.auth import LoginFailed, login
 from backend.config import get_settings, reset_settings_cache
 from backend.db import reset_engine, session_scope
 from backend.db.models import FeatureInstance, Mandate, Role, User
+from backend.features.registry import get_features
 from backend.tenancy import instance_role_labels
 
 
@@ -60,7 +61,7 @@ def test_default_mandate_instances_and_admin_roles(fresh_config):
         system = sorted(r.role_label for r in templates if r.is_system_role)
         assert system == ["admin", "user", "viewer"]
         feature = sorted(r.role_label for r in templates if not r.is_system_role)
-        assert feature == sorted(f"{c}-{s}" for c in ("workspace", "graphicalEditor")
+        assert feature == sorted(f"{c}-{s}" for c in get_features()  # every feature's standard templates
                                  for s in ("admin", "user", "viewer"))
         copies = session.exec(select(Role).where(Role.mandate_id == mandates[0].id)).all()
         assert sorted(r.role_label for r in copies if r.feature_instance_id is None) == system
