@@ -327,3 +327,24 @@ def test_an_unreachable_server_is_refused_on_creation(api, postgres_server):
 def test_the_mysql_dialect_needs_its_driver(app_config):
     assert sql_kind.mysql_available()  # PyMySQL is pinned in requirements.txt
     assert sqlite3.sqlite_version
+
+
+def test_query_database_as_a_graph_node_names_its_chatbot(api, sqlite_root):
+    """In a workflow (the Graphical Editor's instance) the node names the Chatbot it queries; a user who
+    may not open that Chatbot gets "not found", outside a Chatbot without an id a clear message."""
+    from tests.integration.action_calls import run
+
+    instance_id, _db = sqlite_chatbot(api, sqlite_root)
+    found = run("chatbot.queryDatabase", {"sql": "SELECT name FROM products WHERE stock > 2 ORDER BY name",
+                                          "chatbotInstanceId": instance_id}, instance_id=api.instance_id)
+    assert found.ok, found.error
+    assert found.output["rows"] == [["Chair"], ["Lamp"]]
+    unnamed = run("chatbot.queryDatabase", {"sql": "SELECT 1"}, instance_id=api.instance_id)
+    assert not unnamed.ok and "chatbotInstanceId" in unnamed.error
+    write = run("chatbot.queryDatabase", {"sql": "DELETE FROM products", "chatbotInstanceId": instance_id},
+                instance_id=api.instance_id)
+    assert not write.ok and "refused before it reached the database" in write.error
+    add_user("outsider", default_mandate_id(api), ["user"], api.instance_id, ("graphicalEditor-user",))
+    hidden = run("chatbot.queryDatabase", {"sql": "SELECT 1", "chatbotInstanceId": instance_id},
+                 username="outsider", instance_id=api.instance_id)
+    assert not hidden.ok and "not found" in hidden.error

@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from backend.actions.base import ActionContext, ActionError, ActionParams, action
+from backend.db.models import FeatureInstance
 from backend.features.chatbot.interface import ChatbotInterface, QueryFailed, open_interface
+from backend.features.chatbot.main import FEATURE_CODE
 from backend.sqlguard import MAX_SQL_CHARS
 
 TOOLBOX = "chatbot"
@@ -62,10 +64,15 @@ class ListOutput(_Output):
 
 
 def _door(context: ActionContext, instance_id: str | None) -> ChatbotInterface:
-    target = instance_id or context.feature_instance_id
-    if not target:
-        raise ActionError("name the Chatbot instance (chatbotInstanceId)")
-    return open_interface(context.access, target)
+    """The door of the named Chatbot instance, else of the calling one (NotFound when not the caller's)."""
+    if instance_id:
+        return open_interface(context.access, instance_id)
+    calling = context.session.get(FeatureInstance, context.feature_instance_id) if context.feature_instance_id \
+        else None
+    if calling is None or calling.feature_code != FEATURE_CODE:
+        raise ActionError("this runs outside a Chatbot: name the Chatbot instance whose database to query "
+                          "(chatbotInstanceId)")
+    return open_interface(context.access, calling.id)
 
 
 @action("chatbot.queryDatabase", toolbox=TOOLBOX, label="Query the database",

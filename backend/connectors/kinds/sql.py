@@ -69,11 +69,13 @@ def sqlite_root() -> Path | None:
 
 
 def _valid_host(host: str) -> bool:
+    """A host name or IP address; link-local addresses (cloud metadata services) are not databases."""
     try:
-        ipaddress.ip_address(host.strip("[]"))
-        return True
+        address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         pass
+    else:
+        return not (address.is_link_local or address.is_multicast or address.is_unspecified)
     labels = host.rstrip(".").split(".")
     return 0 < len(host) <= 253 and all(_HOST_LABEL.match(label) for label in labels)
 
@@ -147,7 +149,7 @@ class SqlSettings(BaseModel):
         if info.data.get("dialect") in (None, "sqlite"):
             return value
         if not value or not _valid_host(value.strip()):
-            raise ValueError("expected a host name (db.example.com) or an IP address")
+            raise ValueError("expected a host name (db.example.com) or an IP address (not link-local)")
         return value.strip()
 
     @field_validator("port")
@@ -236,7 +238,8 @@ def _engine(credentials: Credentials, time_limit: float) -> Engine:
         if not mysql_available():
             raise ConnectionFailed("MySQL needs the PyMySQL driver, which is not installed on this server")
         args = {"connect_timeout": CONNECT_TIMEOUT_SECONDS, "read_timeout": int(time_limit) + 5,
-                "init_command": f"SET SESSION TRANSACTION READ ONLY, SESSION max_execution_time={millis}"}
+                # SET SESSION TRANSACTION READ ONLY, as a variable so that one statement also sets the time limit
+                "init_command": f"SET SESSION transaction_read_only = 1, SESSION max_execution_time = {millis}"}
     else:
         raise ConnectionFailed(f"unknown SQL dialect {dialect!r}; expected postgresql, mysql or sqlite")
     return create_engine(url, poolclass=NullPool, connect_args=args)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -42,7 +44,7 @@ from backend.files.service import FileEntry, FileStore
 from backend.rbac.access import AccessContext
 from backend.rbac.door import Door, guarded
 from backend.rbac.rights import DATA, RESOURCE
-from backend.sqlguard import SqlRefused, check_read_only
+from backend.sqlguard import CheckedQuery, SqlRefused, check_read_only
 
 PROFILE = "chatbot"
 SCHEMA_TABLES = 50  # tables described in the system prompt at most
@@ -309,20 +311,22 @@ class ChatbotInterface(Door):
         if config.data_source == "tables":
             tables = self._tables()
             checked = self._check(sql, "sqlite", {t.name for t in tables}, config.row_limit)
-            run = lambda: source.run_in_memory(tables, checked.sql, config.row_limit,  # noqa: E731
-                                               config.time_limit_seconds)
+
+            def run() -> QueryResult:
+                return source.run_in_memory(tables, checked.sql, config.row_limit, config.time_limit_seconds)
         else:
             credentials = self._credentials()
             checked = self._check(sql, source.dialect_of(credentials), set(config.allowed_tables), config.row_limit)
-            run = lambda: source.run_on_connection(credentials, checked.sql, config.row_limit,  # noqa: E731
-                                                   config.time_limit_seconds)
+
+            def run() -> QueryResult:
+                return source.run_on_connection(credentials, checked.sql, config.row_limit, config.time_limit_seconds)
         result = self._execute(run, config.time_limit_seconds)
         note = (f"Only the first {config.row_limit} rows are shown (the chatbot's row limit); narrow the query or "
                 "aggregate to see the rest." if result.truncated else None)
         return QueryAnswer(checked.sql, result.columns, result.rows, len(result.rows), result.truncated, note)
 
     @staticmethod
-    def _check(sql: Any, dialect: str, allowed: set[str], row_limit: int) -> Any:
+    def _check(sql: Any, dialect: str, allowed: set[str], row_limit: int) -> CheckedQuery:
         try:
             # One row more than the limit tells whether the answer was cut.
             return check_read_only(sql if isinstance(sql, str) else "", dialect, allowed, row_limit + 1)
@@ -330,12 +334,12 @@ class ChatbotInterface(Door):
             raise QueryFailed(f"refused before it reached the database: {exc}") from None
 
     @staticmethod
-    def _execute(run: Any, time_limit: float) -> QueryResult:
+    def _execute(run: Callable[[], QueryResult], time_limit: float) -> QueryResult:
         try:
             return run()
         except ConnectionFailed as exc:
             raise QueryFailed(str(exc)) from None
-        except (SQLAlchemyError, source.sqlite3.Error) as exc:
+        except (SQLAlchemyError, sqlite3.Error) as exc:
             if sql_kind.is_timeout(exc):
                 raise QueryFailed(f"the query was stopped at the chatbot's time limit of {time_limit:g} s; "
                                   "simplify it") from None
