@@ -96,3 +96,27 @@ def test_a_question_on_the_chatbot_page_is_answered_from_the_table(page: Page, r
         assert settings["rowLimit"] == 50  # saved from the page
         runs = api.get(f"/api/chatbot/{instance_id}/agent/runs").json()
         assert runs[0]["profile"] == "chatbot" and runs[0]["answer"] == "Zurich sold the most: 1500.75 CHF."
+
+
+def test_a_visitor_asks_on_the_public_embed_page_without_signing_in(page: Page, running_app: RunningApp):
+    instance_id = _chatbot_with_table(running_app, f"Public bot {uuid.uuid4().hex[:6]}")
+    with _api(running_app) as api:
+        token = api.post(f"/api/chatbot/{instance_id}/embed").json()["token"]
+    ai = running_app.ai
+    ai.clear()
+    ai.reply(None, tool_calls=[{"id": "q1", "name": "chatbot_queryDatabase", "arguments": {"sql": QUERY}}])
+    ai.responder = _answer_from_the_tool_result
+    try:
+        page.goto(f"/embed/chatbot/{token}")
+        expect(page.locator("#embed-title")).to_contain_text("Public bot", timeout=30_000)
+        page.locator("#embed-input").fill("Which city sold the most?")
+        page.locator("#embed-send").click()
+        expect(page.locator(".embed-user-message")).to_contain_text("Which city sold the most?")
+        expect(page.locator(".embed-answer")).to_contain_text("Zurich sold the most: 1500.75 CHF.", timeout=30_000)
+        # Only the chatbot's own tools were offered to the embed's run.
+        offered = {t["function"]["name"] for t in ai.chat_requests[0].json.get("tools") or []}
+        assert offered == {"chatbot_queryDatabase", "chatbot_listTables"}
+    finally:
+        ai.responder = None
+    page.goto("/embed/chatbot/not-a-valid-token-at-all-xxxxxxxx")
+    expect(page.locator("#embed-unavailable")).to_be_visible(timeout=30_000)
