@@ -8,6 +8,7 @@ state.agent_chat.AgentChatMixin's, shared with the Workspace.
 
 from __future__ import annotations
 
+import io
 from typing import TypedDict
 
 import reflex as rx
@@ -25,7 +26,7 @@ from state.agent_chat import AgentChatMixin
 from state.auth import CHATBOT, AuthState, NotSignedIn
 from state.chat_items import ChatItem, items_of_run
 from state.instance_choice import InstanceChoiceMixin
-from state.page import PageMixin
+from state.page import PageMixin, user_message
 from state.permissions import requires, requires_door
 
 NO_USE_AGENT = "Your roles let you read the chats here but not ask the chatbot (useAgent is not granted)."
@@ -171,8 +172,6 @@ class ChatbotState(InstanceChoiceMixin, AgentChatMixin, PageMixin, AuthState):
         except NotSignedIn:
             return self._signed_out()
         except DomainError as exc:
-            from state.page import user_message
-
             self.error = user_message(exc)
         return None
 
@@ -248,6 +247,21 @@ class ChatbotState(InstanceChoiceMixin, AgentChatMixin, PageMixin, AuthState):
                 "connectionId": self.connection_id or None,
                 "allowedTables": [t.strip() for t in self.allowed_tables.split(",") if t.strip()],
                 "rowLimit": number(self.row_limit.strip()), "timeLimitSeconds": number(self.time_limit.strip())}
+
+    @rx.event
+    @requires_door(ChatbotInterface.upload_table)
+    async def upload_table(self, uploads: list[rx.UploadFile]):
+        """Store dropped CSV/XLSX files in /tables (the door checks type, content and size)."""
+        stored, problems = [], []
+        for upload in uploads or []:
+            name = (upload.name or "upload").replace("\\", "/").rsplit("/", 1)[-1]
+            data = io.BytesIO(await upload.read())
+            ok, _event = self._attempt(
+                lambda session, user, data=data, name=name: get_interface(
+                    user, None, self.instance_id, session).upload_table(data, name))
+            (stored if ok else problems).append(name if ok else f"{name}: {self.error}")
+        self.error = " ".join(problems)
+        self.notice = f"Uploaded {', '.join(stored)}." if stored else ""
 
     @rx.event
     @requires_door(ChatbotInterface.configure)

@@ -7,6 +7,8 @@ from components.chat import chat_bar, chat_stream
 from components.shell import empty_state, gated, page_shell
 from state.chatbot import NO_USE_AGENT, ChatbotState, ChatRow, Option
 
+TABLE_UPLOAD = "chatbot-table-upload"
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 EMPTY_CHAT = "Ask a question about the chatbot's data; its answer streams here."
 EMPTY_CHAT_READ_ONLY = "Open a chat on the left to read it."
 EMPTY_CHAT_NO_PROVIDER = "The chatbot needs an AI provider, and none is configured on this server."
@@ -79,9 +81,15 @@ def settings_panel() -> rx.Component:
                     width="100%",
                 ),
                 rx.vstack(
-                    rx.text("Tables: CSV/XLSX files in the instance's /tables folder (POST {base}/tables).",
+                    rx.text("Tables: the CSV/XLSX files in the instance's /tables folder, each named after its file.",
                             size="2", color_scheme="gray"),
-                    rx.foreach(ChatbotState.table_files, lambda name: rx.text(name, size="2")),
+                    rx.foreach(ChatbotState.table_files, lambda name: rx.text(name, size="2", class_name="table-file")),
+                    rx.upload.root(
+                        rx.button(rx.icon("upload", size=14), "Upload a CSV/XLSX table", size="1", variant="soft",
+                                  type="button"),
+                        id=TABLE_UPLOAD, no_drag=True, accept={"text/csv": [".csv"], XLSX: [".xlsx"]},
+                        on_drop=ChatbotState.upload_table(rx.upload_files(upload_id=TABLE_UPLOAD)),
+                    ),
                     width="100%",
                 ),
             ),

@@ -17,7 +17,7 @@ def _message(message: EmbedMessage) -> rx.Component:
 
 def _chat() -> rx.Component:
     return rx.vstack(
-        rx.heading(ChatbotEmbedState.title, size="4", id="embed-title"),
+        rx.heading(ChatbotEmbedState.title, size="4", id="page-title"),
         rx.vstack(rx.foreach(ChatbotEmbedState.messages, _message), id="embed-messages", width="100%",
                   spacing="2", flex="1", overflow_y="auto"),
         rx.cond(ChatbotEmbedState.sending, rx.hstack(rx.spinner(size="1"), rx.text("…", size="2"))),
@@ -42,7 +42,8 @@ def chatbot_embed_page() -> rx.Component:
         rx.match(
             ChatbotEmbedState.status,
             ("ready", _chat()),
-            ("unavailable", rx.text(UNAVAILABLE, id="embed-unavailable", color_scheme="gray")),
+            ("unavailable", rx.vstack(rx.heading("Chatbot", size="4", id="page-title"),
+                                      rx.text(UNAVAILABLE, id="embed-unavailable", color_scheme="gray"))),
             rx.center(rx.spinner(), width="100%"),
         ),
         padding="1em", height="100vh", max_width="48em", margin="0 auto",

@@ -77,6 +77,10 @@ def test_a_question_on_the_chatbot_page_is_answered_from_the_table(page: Page, r
         page.locator("#chatbot-settings-toggle").click()
         expect(page.locator("#chatbot-system-prompt")).to_have_value("You answer questions about our sales.")
         expect(page.locator("#chatbot-settings")).to_contain_text("sales.csv → sales")
+        page.locator("#chatbot-table-upload input[type=file]").set_input_files(files=[{
+            "name": "Stock.csv", "mimeType": "text/csv", "buffer": b"product,stock\nLamp,7\n"}])
+        expect(page.locator("#chatbot-notice")).to_contain_text("Uploaded Stock.csv.")
+        expect(page.locator("#chatbot-settings")).to_contain_text("Stock.csv → stock")
         page.locator("#chatbot-row-limit").fill("50")
         page.locator("#chatbot-save-settings").click()
         expect(page.locator("#chatbot-notice")).to_contain_text("Settings saved.")
@@ -94,6 +98,8 @@ def test_a_question_on_the_chatbot_page_is_answered_from_the_table(page: Page, r
     with _api(running_app) as api:
         settings = api.get(f"/api/chatbot/{instance_id}/settings").json()
         assert settings["rowLimit"] == 50  # saved from the page
+        tables = {t["name"] for t in api.get(f"/api/chatbot/{instance_id}/schema").json()}
+        assert tables == {"sales", "stock"}  # the one uploaded through the REST API and the one from the page
         runs = api.get(f"/api/chatbot/{instance_id}/agent/runs").json()
         assert runs[0]["profile"] == "chatbot" and runs[0]["answer"] == "Zurich sold the most: 1500.75 CHF."
 
@@ -108,7 +114,7 @@ def test_a_visitor_asks_on_the_public_embed_page_without_signing_in(page: Page, 
     ai.responder = _answer_from_the_tool_result
     try:
         page.goto(f"/embed/chatbot/{token}")
-        expect(page.locator("#embed-title")).to_contain_text("Public bot", timeout=30_000)
+        expect(page.locator("#page-title")).to_contain_text("Public bot", timeout=30_000)
         page.locator("#embed-input").fill("Which city sold the most?")
         page.locator("#embed-send").click()
         expect(page.locator(".embed-user-message")).to_contain_text("Which city sold the most?")
