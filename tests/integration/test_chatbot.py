@@ -303,6 +303,14 @@ def test_the_chatbot_answers_from_postgresql_and_writes_never_reach_it(api, ai_s
     assert f"{marker}-w" not in log and "DELETE FROM products" not in log  # … the refused ones never arrived
     assert "FROM salaries" not in log
 
+    # The time limit is the server's statement_timeout.
+    settings = api.client.get(f"/api/chatbot/{instance_id}/settings", headers=api.auth).json()
+    configure(api, instance_id, {**{k: settings[k] for k in ("dataSource", "connectionId", "allowedTables")},
+                                 "timeLimitSeconds": 0.3})
+    slow = query(api, instance_id, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                                   "WHERE x < 500000000) SELECT count(*) FROM c")
+    assert slow.status_code == 422 and "time limit of 0.3 s" in slow.text
+
     # The connection itself is read only too (the second line of defence).
     credentials = Credentials("c", "sql", "PG", {"dialect": "postgresql", "host": "127.0.0.1",
                                                  "port": postgres_server.port, "database": shop_pg,

@@ -100,3 +100,26 @@ def test_only_those_who_manage_the_embed_enable_it(api, bot):
     assert api.client.delete(f"/api/chatbot/{bot}/embed", headers=user).status_code == 403
     empty = message(api, api.client.post(f"/api/chatbot/{bot}/embed", headers=api.auth).json()["token"], "  ")
     assert empty.status_code == 422 and "prompt" in empty.text
+
+
+def test_the_link_dies_with_the_enabling_users_right(api, ai_server, bot):
+    """The embed runs as the user who enabled it: when they lose the chatbot, visitors get 404."""
+    from sqlmodel import select
+
+    from backend.db import session_scope
+    from backend.db.models import FeatureAccess, FeatureAccessRole, User
+
+    mandate_id = default_mandate_id(api)
+    manager = add_user("mona", mandate_id, [], bot, ("chatbot-admin",))
+    token = api.client.post(f"/api/chatbot/{bot}/embed", headers=manager).json()["token"]
+    ai_server.reply("Hello from the bot.")
+    assert message(api, token, "Hi").json()["answer"] == "Hello from the bot."
+    with session_scope() as session:
+        mona = session.exec(select(User).where(User.username == "mona")).one()
+        for access in session.exec(select(FeatureAccess).where(FeatureAccess.user_id == mona.id)).all():
+            for role in session.exec(select(FeatureAccessRole)
+                                     .where(FeatureAccessRole.feature_access_id == access.id)).all():
+                session.delete(role)
+            session.flush()
+            session.delete(access)
+    assert message(api, token, "Hi again").status_code == 404

@@ -26,7 +26,7 @@ from backend.agent.config import profile
 from backend.agent.runner import AgentRunner
 from backend.db import get_engine
 from backend.db.models import FeatureInstance, User
-from backend.errors import NotFound
+from backend.errors import Forbidden, NotFound
 from backend.features.chatbot.config import EMBED
 from backend.features.chatbot.interface import PROFILE, ChatbotInterface, instance_for_token
 from backend.rbac.access import AccessContext
@@ -104,9 +104,10 @@ def ask(session: Session, token: str, client: str, prompt: object, key: str | No
     """Answer one visitor message through the embed of `token`.
 
     Raises:
-        NotFound: a wrong, rotated or revoked token (or a chat key not of this token).
+        NotFound: a wrong, rotated or revoked token, a chat key not of this token, or an enabling user who
+            may no longer use the chatbot.
         EmbedLimited: too many messages from this client with this token.
-        InvalidInput / Forbidden: a bad prompt, or the enabling user may no longer use the chatbot.
+        InvalidInput: a bad prompt.
     """
     instance = instance_for_token(session, token)
     if instance is None:
@@ -118,7 +119,10 @@ def ask(session: Session, token: str, client: str, prompt: object, key: str | No
     LIMITER.take((embed["tokenHash"], client))
     chat_id = _chat_of(token, key)
     door = ChatbotInterface(AccessContext(session, enabler), instance)
-    request = door.prepare_run(prompt, chat_id)
+    try:
+        request = door.prepare_run(prompt, chat_id)
+    except Forbidden:  # the enabling user lost the right to use the chatbot: the link is dead
+        raise NotFound("this chatbot link is not valid (wrong, rotated or switched off)") from None
     answer, error = _run(request.user_id, request.instance_id, request.prompt, request.chat_id, request.history,
                          request.system_extra)
     return EmbedAnswer(answer, chat_key(token, request.chat_id), error)
