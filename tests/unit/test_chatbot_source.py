@@ -76,3 +76,22 @@ def test_the_configuration_has_defaults_and_names_bad_fields():
     with pytest.raises(InvalidInput) as refused:
         parse_config({"rowLimit": 5000, "timeLimitSeconds": 0, "allowedTables": ["ok", "bad name"], "nope": 1})
     assert {e.field for e in refused.value.errors} == {"rowLimit", "timeLimitSeconds", "allowedTables", "nope"}
+
+
+def test_the_embed_limiter_counts_per_token_and_address_in_a_sliding_window(monkeypatch):
+    from backend.features.chatbot import embed
+
+    monkeypatch.setenv("POWERON_CHATBOT_EMBED_LIMIT", "2")
+    monkeypatch.setenv("POWERON_CHATBOT_EMBED_WINDOW_SECONDS", "60")
+    clock = [1000.0]
+    limiter = embed.RateLimiter(clock=lambda: clock[0])
+    limiter.take(("t", "1.2.3.4"))
+    clock[0] += 10
+    limiter.take(("t", "1.2.3.4"))
+    with pytest.raises(embed.EmbedLimited) as limited:
+        limiter.take(("t", "1.2.3.4"))
+    assert limited.value.retry_after_seconds == 50 and "at most 2 per 60 seconds" in str(limited.value)
+    limiter.take(("t", "5.6.7.8"))  # another address
+    limiter.take(("u", "1.2.3.4"))  # another token
+    clock[0] += 51  # the first message left the window
+    limiter.take(("t", "1.2.3.4"))

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlmodel import Session
@@ -57,14 +58,15 @@ def _limits() -> tuple[int, float]:
 class RateLimiter:
     """A sliding window of message times per key (token hash, client address)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._seen: dict[tuple[str, str], deque[float]] = {}
         self._lock = threading.Lock()
 
     def take(self, key: tuple[str, str]) -> None:
         """Count one message for `key`, or raise EmbedLimited with the seconds to wait."""
         limit, window = _limits()
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             times = self._seen.setdefault(key, deque())
             while times and times[0] <= now - window:
