@@ -7,6 +7,8 @@ import reflex as rx
 from backend.api.app import create_api
 from backend.runtime import start_background_services
 from poweron_app.pages.admin import admin_page
+from poweron_app.pages.chatbot import chatbot_page
+from poweron_app.pages.chatbot_embed import chatbot_embed_page
 from poweron_app.pages.coach import coach_page
 from poweron_app.pages.connections import connections_page
 from poweron_app.pages.editor import editor_page
@@ -22,6 +24,8 @@ from poweron_app.pages.workflows import workflows_page
 from poweron_app.pages.workspace import workspace_page
 from state.admin import AdminState
 from state.auth import AuthState
+from state.chatbot import ChatbotState
+from state.chatbot_embed import ChatbotEmbedState
 from state.coach import CoachState
 from state.connections import ConnectionsState
 from state.editor import EditorState
@@ -76,3 +80,6 @@ app.add_page(inbox_page, route="/inbox", title="Inbox · PowerOn", on_load=Inbox
 app.add_page(notifications_page, route="/notifications", title="Notifications · PowerOn",
              on_load=NotificationsState.load)
 app.add_page(sso_page, route="/sso", title="Single sign-on · PowerOn", on_load=SsoState.finish)
+app.add_page(chatbot_page, route="/chatbot", title="Chatbot · PowerOn", on_load=ChatbotState.load)
+# A Chatbot's public embed (for an iframe): no sign-in, no shell.
+app.add_page(chatbot_embed_page, route="/embed/chatbot/[embed_token]", title="Chatbot", on_load=ChatbotEmbedState.load)

@@ -126,6 +126,9 @@ PROFILES: dict[str, Profile] = {
     # request, no MCP toolboxes, no sub-agents, no preselection); its persona is the instance's.
     "commcoach": Profile(AgentConfig(initial_toolboxes=["core"], available_toolboxes=[], sub_agents=False,
                                      mcp_toolboxes=False, max_preselected=0)),
+    # Spec §5.3: the Chatbot answers from its database with core + chatbot, and never escalates.
+    "chatbot": Profile(AgentConfig(initial_toolboxes=["core", "chatbot"], available_toolboxes=[], sub_agents=False,
+                                   mcp_toolboxes=False, max_preselected=0)),
     # A Feature Data Agent reads one instance's tables; it cannot call a sub-agent.
     SUB_AGENT_PROFILE: Profile(AgentConfig(max_rounds=5, max_cost_chf=0.10, initial_toolboxes=[FEATURE_DATA_TOOLBOX],
                                            available_toolboxes=[], sub_agents=False, max_preselected=0)),

@@ -103,6 +103,9 @@ EXTRA_STATUSES: dict[tuple[str, str], tuple[int, ...]] = {
     ("post", "/api/forms/{workflowId}"): (413, 429),
     ("post", "/api/events"): (429,),
     ("post", "/api/workspace/{instanceId}/files"): (413,),
+    ("post", "/api/chatbot/{instanceId}/tables"): (413,),
+    # the Chatbot's public embed: 404 wrong, rotated or revoked token; 429 rate limit per token and address
+    ("post", "/api/chatbot/embed/{token}/messages"): (404, 429),
     # declared "authenticated" (the Inbox checks assignee and roles itself): may refuse, may be late
     ("post", "/api/tasks/{taskId}/complete"): (403, 409),
     ("post", "/api/tasks/{taskId}/cancel"): (403, 409),

@@ -84,6 +84,7 @@ def page_paths(running_app: RunningApp) -> list[str]:
     editor_workflow, _name = new_workflow(running_app, "Console walk")
     form_workflow = publish_a_form(running_app, f"Page walk form {uuid.uuid4().hex[:6]}", "A form for the page walk.")
     values = {"/editor/[workflow_id]": editor_workflow, "/forms/[workflow_id]": form_workflow}
+    values["/embed/chatbot/[embed_token]"] = "a-link-token-no-chatbot-has-for-the-page-walk"  # "not valid" page
     paths = []
     for route in app_routes():
         if "[" in route:

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from sqlmodel import SQLModel, select
 
+from backend.agent.config import PROFILES as AGENT_PROFILES
 from backend.auth import create_api_token, issue_token
 from backend.connectors.store import seal_secret
 from backend.crypto import seal
@@ -75,6 +76,10 @@ PUBLIC_ROUTES_WITH_IDS: dict[tuple[str, str], str] = {
         "OAuth callback: the browser the provider sends back carries no bearer token; the consent it finishes was "
         "started by a signed-in user, is single use, expires, and must come with the HttpOnly cookie that start "
         "set in that browser; it answers only a redirect to the UI (tests/integration/test_msft_oauth.py)"),
+    ("POST", "/api/chatbot/embed/{token}/messages"): (
+        "Chatbot embed: no signed-in caller; the token is a random secret made when an instance's manager enabled "
+        "the embed (only its hash is kept), wrong, rotated or revoked tokens answer 404 alike, the run acts as that "
+        "manager in that one instance with the chatbot toolbox only (tests/integration/test_chatbot_embed.py)"),
 }
 # Routes that answer A's viewer with something else than 403 for a reason; none so far.
 VIEWER_EXCEPTIONS: dict[tuple[str, str], str] = {}
@@ -229,16 +234,17 @@ def build_tenant(name: str) -> Tenant:
                                         prompt=f"Question of {name}", status="completed",
                                         answer=f"Answer of {name}", sys_created_by=admin.id)
             session.add(agent_runs[code])
-        if "commcoach" in instances:  # CommCoach's chat and run (issue 22), made as for the features above
-            chats["commcoach"] = AgentChat(mandate_id=mandate.id, feature_instance_id=instances["commcoach"].id,
-                                           title=f"Chat of {name}", sys_created_by=admin.id)
-            session.add(chats["commcoach"])
+        # Every further feature with an agent profile (chatbot, …) gets a chat and a run as well.
+        for code in sorted(set(AGENT_PROFILES) & set(instances) - {WORKSPACE, EDITOR}):
+            chats[code] = AgentChat(mandate_id=mandate.id, feature_instance_id=instances[code].id,
+                                    title=f"Chat of {name}", sys_created_by=admin.id)
+            session.add(chats[code])
             session.flush()
-            agent_runs["commcoach"] = AgentRun(chat_id=chats["commcoach"].id, mandate_id=mandate.id,
-                                               feature_instance_id=instances["commcoach"].id, profile="commcoach",
-                                               prompt=f"Question of {name}", status="completed",
-                                               answer=f"Answer of {name}", sys_created_by=admin.id)
-            session.add(agent_runs["commcoach"])
+            agent_runs[code] = AgentRun(chat_id=chats[code].id, mandate_id=mandate.id,
+                                        feature_instance_id=instances[code].id, profile=code,
+                                        prompt=f"Question of {name}", status="completed",
+                                        answer=f"Answer of {name}", sys_created_by=admin.id)
+            session.add(agent_runs[code])
         notification = Notification(user_id=admin.id, mandate_id=mandate.id, kind="run.failed",
                                     title=f"Workflow of {name} failed", message=f"Error of {name}",
                                     workflow_id=workflow.id, run_id=run.id)
