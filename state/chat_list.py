@@ -52,13 +52,15 @@ def chat_rows(door: Any) -> list[ChatRow]:
 
 
 class ChatListMixin(rx.State, mixin=True):
-    """`class XState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMixin, PageMixin, AuthState)`.
+    """`class XState(ChatListMixin, InstanceChoiceMixin, AgentChatMixin, RenameMixin, PageMixin, AuthState)`
+    (first, so its InstanceChoiceMixin hooks are the ones used).
 
     Hooks: `_chat_door(session, user)` (required); `_chat_shown(history)`, called with the chat
     just opened, or None when no chat is open any more (default: nothing); `_leave_instance()`,
     forgetting what belonged to the instance shown so far (default: the open chat, a rename or
     delete under way); `_instance_changed()`, after `load` found another instance chosen
-    meanwhile (default: nothing). The page's `_refresh` calls :meth:`_show_instance_chats`.
+    meanwhile (default: nothing). The page's `_refresh` calls :meth:`_show_instance_chats`, and
+    `_instance_noun` names its instances where the header may not switch yet.
     """
 
     instance_id: str = ""
@@ -85,6 +87,20 @@ class ChatListMixin(rx.State, mixin=True):
 
     def _instance_changed(self) -> None:
         return None
+
+    _instance_noun = "instance"
+
+    # --- the header's instance (InstanceChoiceMixin's hooks) -------------------------------------
+
+    def _instance_switch_blocked(self) -> str:
+        return f"Wait for the answer or stop it before switching to another {self._instance_noun}." \
+            if self.streaming else ""
+
+    def _instance_switched(self, instance_id: str):
+        """The header switched to another instance: its chats (and the page's own data), no open chat."""
+        self._leave_instance()
+        self.instance_id = instance_id
+        return self._reload()
 
     # --- AgentChatMixin's hooks -------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ class Option(TypedDict):
     label: str
 
 
-class ChatbotState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMixin, PageMixin, AuthState):
+class ChatbotState(ChatListMixin, InstanceChoiceMixin, AgentChatMixin, RenameMixin, PageMixin, AuthState):
     """What the Chatbot page shows: chats, the open chat, the stream, the chat bar and the settings."""
 
     can_configure: bool = False
@@ -52,6 +52,7 @@ class ChatbotState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMix
     embed_enabled: bool = False
 
     _no_agent_reason = NO_USE_AGENT
+    _instance_noun = "Chatbot"
 
     def _chat_door(self, session: Session, user: User) -> ChatbotInterface:
         """The Chatbot's door (ChatListMixin's hook)."""
@@ -83,14 +84,6 @@ class ChatbotState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMix
 
     def _instance_feature_code(self) -> str:
         return CHATBOT
-
-    def _instance_switch_blocked(self) -> str:
-        return "Wait for the answer or stop it before switching to another Chatbot." if self.streaming else ""
-
-    def _instance_switched(self, instance_id: str):
-        self._leave_instance()
-        self.instance_id = instance_id
-        return self._reload()
 
     def _leave_instance(self) -> None:
         """Forget the open chat, a rename or delete under way and the settings panel."""

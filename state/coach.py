@@ -38,7 +38,7 @@ def _summarise(token: str, instance_id: str, chat_id: str) -> str:
         return get_interface(user, None, instance_id, session).summarise_chat(chat_id).summary
 
 
-class CoachState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMixin, PageMixin, AuthState):
+class CoachState(ChatListMixin, InstanceChoiceMixin, AgentChatMixin, RenameMixin, PageMixin, AuthState):
     """What the Coach page shows: chats, the open chat and its summary, the stream, the chat bar and the
     persona, of the CommCoach instance its header names."""
 
@@ -52,6 +52,7 @@ class CoachState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMixin
     settings_open: bool = False
 
     _no_agent_reason = NO_USE_AGENT
+    _instance_noun = "coach"
 
     def _chat_door(self, session: Session, user: User) -> CommCoachInterface:
         """The CommCoach's door (ChatListMixin's hook)."""
@@ -88,15 +89,6 @@ class CoachState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMixin
 
     def _instance_feature_code(self) -> str:
         return COMMCOACH
-
-    def _instance_switch_blocked(self) -> str:
-        return "Wait for the answer or stop it before switching to another coach." if self.streaming else ""
-
-    def _instance_switched(self, instance_id: str):
-        """The header switched to another CommCoach instance: its persona and chats, no open chat."""
-        self._leave_instance()
-        self.instance_id = instance_id
-        return self._reload()
 
     def _leave_instance(self) -> None:
         """Forget the open chat, a rename or delete under way and the settings panel."""

@@ -25,12 +25,13 @@ NO_USE_AGENT = "Your roles let you read the chats here but not talk to the agent
 __all__ = ["FOREIGN_CHAT", "NO_USE_AGENT", "ChatRow", "WorkspaceState"]
 
 
-class WorkspaceState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, FilesMixin, SourcesMixin, RenameMixin,
+class WorkspaceState(ChatListMixin, InstanceChoiceMixin, AgentChatMixin, FilesMixin, SourcesMixin, RenameMixin,
                      PageMixin, AuthState):
     """What the Workspace page shows: chats, the open chat, the stream, the chat bar and the UDB's files,
     of the Workspace instance its header names."""
 
     _no_agent_reason = NO_USE_AGENT
+    _instance_noun = "Workspace"
 
     def _chat_door(self, session: Session, user: User) -> WorkspaceInterface:
         """The Workspace's door (ChatListMixin's hook)."""
@@ -54,15 +55,6 @@ class WorkspaceState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, FilesMi
 
     def _instance_feature_code(self) -> str:
         return WORKSPACE
-
-    def _instance_switch_blocked(self) -> str:
-        return "Wait for the answer or stop it before switching to another Workspace." if self.streaming else ""
-
-    def _instance_switched(self, instance_id: str):
-        """The header switched to another Workspace instance: its chats and files, no open chat."""
-        self._leave_instance()
-        self.instance_id = instance_id
-        return self._reload()
 
     def _leave_instance(self) -> None:
         """Forget what belonged to the instance shown so far: the open chat, the attachments, the
