@@ -65,10 +65,6 @@ class QueryAnswer:
     truncated: bool
     note: str | None
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"sql": self.sql, "columns": self.columns, "rows": self.rows, "rowCount": self.row_count,
-                "truncated": self.truncated, "note": self.note}
-
 
 @dataclass(frozen=True)
 class ConfigView:
