@@ -4,7 +4,7 @@ The Workspace's door (backend/features/workspace/interface.py) checks every righ
 and hands over the rows with what the user may do to them; this state only shows them.
 Sending, streaming (in a background event handler), retrying and stopping are
 state.agent_chat.AgentChatMixin's, shared with the Graphical Editor's chat sidebar; the chats list
-(open, new, rename, delete) is state.chat_list.ChatListMixin's, shared with the CommCoach.
+(open, new, rename, delete) is state.chat_list.ChatListMixin's, shared with the CommCoach and the Chatbot.
 """
 
 from __future__ import annotations
