@@ -274,3 +274,27 @@ def chat_stream(messages, streaming, empty_text: str | rx.Var = "Ask the agent a
         flex="1",
         overflow_y="auto",
     )
+
+
+def stream_and_bar(state, empty_text: str, no_provider_text: str, no_agent_reason: str,
+                   read_only_text: str = "Open a chat on the left to read it.",
+                   **bar_options) -> tuple[rx.Component, rx.Component]:
+    """The ChatStream and the ChatBar of a page whose state mixes state.agent_chat.AgentChatMixin in
+    (the Workspace, the CommCoach, the Chatbot); put them in the page's column with `*`.
+
+    The empty conversation says `empty_text`, or `no_provider_text` without an AI provider, or
+    `read_only_text` to who may not talk to the agent; they see `no_agent_reason` instead of the
+    bar. `bar_options` go to :func:`chat_bar` (placeholder, attachments, on_remove_attachment).
+    """
+    stream = chat_stream(state.messages, state.streaming, on_retry=state.retry, on_decide=state.decide,
+                         empty_text=rx.cond(state.can_use_agent,
+                                            rx.cond(state.provider_configured, empty_text, no_provider_text),
+                                            read_only_text))
+    bar = rx.cond(
+        state.can_use_agent,
+        chat_bar(state.send, state.stop, state.streaming, state.disabled_reason, **bar_options),
+        # No prompt field for those who may not talk to the agent: only why.
+        rx.text(rx.icon("eye", size=14), no_agent_reason, id="chat-disabled-reason", size="2", color_scheme="gray",
+                display="flex", align_items="center", gap="0.4em"),
+    )
+    return stream, bar

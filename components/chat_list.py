@@ -1,4 +1,4 @@
-"""The chats list of a page with an agent chat (the Workspace, the CommCoach): each chat with its
+"""The chats list of a page with an agent chat (the Workspace, the CommCoach, the Chatbot): each chat with its
 title and last change, opened by a click, renamed inline and deleted after a confirmation — the
 buttons only where the row says the user may. Each function takes the page's state class, which
 mixes state.chat_list.ChatListMixin in (and state.page.RenameMixin).

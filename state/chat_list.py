@@ -1,12 +1,14 @@
-"""The chats list of a page with an agent chat (the Workspace, the CommCoach): the rows with what the
-user may do to them, opening a chat with its history, a new chat, rename and delete.
+"""The chats list of a page with an agent chat (the Workspace, the CommCoach, the Chatbot): loading
+the header's instance with its chats, the rows with what the user may do to them, opening a chat
+with its history, a new chat, rename and delete, and starting the agent's run.
 
 The page's state mixes :class:`ChatListMixin` in before state.agent_chat.AgentChatMixin and
-implements `_chat_door(session, user)`: its feature's door (backend/features/<code>/interface.py),
-which has `chat_rows()`, `chat_history(chat_id)`, `rename_chat(chat_id, title)` and
-`delete_chat(chat_id)` and checks every right server-side. The handlers declare the agent
-chats' items (backend.agent.service.AgentChats, `data.feature.{featureCode}.chat`), which those
-door methods enforce for the page's feature.
+implements `_chat_door(session, user)`: its feature's door (backend/features/<code>/interface.py,
+built on backend.features.chat_door), which has `can_use_agent()`, `prepare_run(prompt, chat_id)`,
+`chat_rows()`, `chat_history(chat_id)`, `rename_chat(chat_id, title)` and `delete_chat(chat_id)`
+and checks every right server-side. The handlers declare the agent chats' items
+(backend.agent.service.AgentChats, `data.feature.{featureCode}.chat`), which those door methods
+enforce for the page's feature.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from typing import Any, TypedDict
 import reflex as rx
 from sqlmodel import Session
 
-from backend.agent.service import AgentChats, ChatHistory
+from backend import auth
+from backend.agent.service import AgentChats, AgentRequest, ChatHistory
+from backend.config import get_settings
+from backend.db import session_scope
 from backend.db.models import User
 from backend.errors import DomainError
 from state.auth import NotSignedIn
@@ -47,12 +52,19 @@ def chat_rows(door: Any) -> list[ChatRow]:
 
 
 class ChatListMixin(rx.State, mixin=True):
-    """`class XState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMixin, PageMixin, AuthState)`.
+    """`class XState(ChatListMixin, InstanceChoiceMixin, AgentChatMixin, RenameMixin, PageMixin, AuthState)`
+    (first, so its InstanceChoiceMixin hooks are the ones used).
 
-    Hooks: `_chat_door(session, user)` (required) and `_chat_shown(history)`, called with the chat
-    just opened, or None when no chat is open any more (default: nothing).
+    Hooks: `_chat_door(session, user)` (required); `_chat_shown(history)`, called with the chat
+    just opened, or None when no chat is open any more (default: nothing); `_leave_instance()`,
+    forgetting what belonged to the instance shown so far (default: the open chat, a rename or
+    delete under way); `_instance_changed()`, after `load` found another instance chosen
+    meanwhile (default: nothing). The page's `_refresh` calls :meth:`_show_instance_chats`, and
+    `_instance_noun` names its instances where the header may not switch yet.
     """
 
+    instance_id: str = ""
+    instance_label: str = ""
     chats: list[ChatRow] = []
     chat_is_mine: bool = True
     delete_id: str = ""
@@ -69,7 +81,74 @@ class ChatListMixin(rx.State, mixin=True):
     def _chat_closed_reason(self) -> str:
         return "" if self.chat_is_mine else FOREIGN_CHAT
 
+    def _leave_instance(self) -> None:
+        self._close_chat()
+        self.rename_id = self.delete_id = ""
+
+    def _instance_changed(self) -> None:
+        return None
+
+    _instance_noun = "instance"
+
+    # --- the header's instance (InstanceChoiceMixin's hooks) -------------------------------------
+
+    def _instance_switch_blocked(self) -> str:
+        return f"Wait for the answer or stop it before switching to another {self._instance_noun}." \
+            if self.streaming else ""
+
+    def _instance_switched(self, instance_id: str):
+        """The header switched to another instance: its chats (and the page's own data), no open chat."""
+        self._leave_instance()
+        self.instance_id = instance_id
+        return self._reload()
+
+    # --- AgentChatMixin's hooks -------------------------------------------------------------------
+
+    def _agent_request(self, token: str, prompt: str, chat_id: str) -> AgentRequest:
+        """Check the prompt and create (or continue) its chat through the door, as the token's user."""
+        with session_scope() as session:
+            user = auth.user_for_token(session, token)
+            if user is None:
+                raise NotSignedIn()
+            return self._chat_door(session, user).prepare_run(prompt, chat_id or None)
+
+    def _on_agent_finished(self) -> None:
+        self._reload_chats()
+
     # --- loading --------------------------------------------------------------------------------
+
+    @rx.event
+    @requires_door(AgentChats.chat_summaries)
+    def load(self):
+        """on_load: check the sign-in, then the user's current instance (the one they chose or used
+        last: the header names it), its chats and the open chat."""
+        previous = self.instance_id
+        if not self.streaming:
+            self.instance_id = ""
+        event = self._reload()
+        if previous and self.instance_id != previous:  # chosen in another tab or page meanwhile
+            self._leave_instance()
+            self._instance_changed()
+        return event
+
+    def _show_instance_chats(self, session: Session, user: User) -> Any:
+        """Show the header's instance (InstanceChoiceMixin) with its chats and whether the user may
+        talk to the agent; a chat no longer listed is closed. Its door, or None without an instance."""
+        self._load_navigation(session, user)
+        chosen = self._current_instance(session, user, self.instance_id)
+        self.instance_id = chosen.id if chosen else ""
+        door = self._chat_door(session, user) if chosen else None
+        self.instance_label = door.instance.label if door else ""
+        self.provider_configured = bool(get_settings().ai_providers)
+        self.chats, self.can_use_agent = [], False
+        if door is None:
+            self._close_chat()
+            return None
+        self.can_use_agent = door.can_use_agent()
+        self._load_chats(door)
+        if self.chat_id and self.chat_id not in {c["id"] for c in self.chats}:
+            self._close_chat()
+        return door
 
     def _close_chat(self) -> None:
         """No chat open: the next prompt starts a new one."""

@@ -14,8 +14,7 @@ import reflex as rx
 from sqlmodel import Session
 
 from backend import auth
-from backend.agent.service import AgentRequest, ChatHistory
-from backend.config import get_settings
+from backend.agent.service import ChatHistory
 from backend.db import session_scope
 from backend.db.models import User
 from backend.errors import DomainError
@@ -30,14 +29,6 @@ from state.permissions import requires, requires_door
 NO_USE_AGENT = "Your roles let you read the coaching chats here but not talk to the coach (useAgent is not granted)."
 
 
-def _prepare(token: str, instance_id: str, prompt: str, chat_id: str) -> AgentRequest:
-    with session_scope() as session:
-        user = auth.user_for_token(session, token)
-        if user is None:
-            raise NotSignedIn()
-        return get_interface(user, None, instance_id, session).prepare_run(prompt, chat_id or None)
-
-
 def _summarise(token: str, instance_id: str, chat_id: str) -> str:
     """Write the chat's session summary with the AI model (a worker thread); the summary saved."""
     with session_scope() as session:
@@ -47,12 +38,10 @@ def _summarise(token: str, instance_id: str, chat_id: str) -> str:
         return get_interface(user, None, instance_id, session).summarise_chat(chat_id).summary
 
 
-class CoachState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMixin, PageMixin, AuthState):
+class CoachState(ChatListMixin, InstanceChoiceMixin, AgentChatMixin, RenameMixin, PageMixin, AuthState):
     """What the Coach page shows: chats, the open chat and its summary, the stream, the chat bar and the
     persona, of the CommCoach instance its header names."""
 
-    instance_id: str = ""
-    instance_label: str = ""
     summary: str = ""
     summarising: bool = False
     can_summarise: bool = False
@@ -63,6 +52,7 @@ class CoachState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMixin
     settings_open: bool = False
 
     _no_agent_reason = NO_USE_AGENT
+    _instance_noun = "coach"
 
     def _chat_door(self, session: Session, user: User) -> CommCoachInterface:
         """The CommCoach's door (ChatListMixin's hook)."""
@@ -77,22 +67,10 @@ class CoachState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMixin
 
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
-            self._load_navigation(session, user)
-            chosen = self._current_instance(session, user, self.instance_id)
-            iface = get_interface(user, None, chosen.id, session) if chosen else None
-            self.instance_id = iface.instance.id if iface else ""
-            self.instance_label = iface.instance.label if iface else ""
-            self.provider_configured = bool(get_settings().ai_providers)
-            self.chats = []
-            self.can_use_agent = self.can_configure = False
-            if iface is None:
-                self._close_chat()
-            else:
-                self.can_use_agent = iface.can_use_agent()
+            iface = self._show_instance_chats(session, user)
+            self.can_configure = False
+            if iface is not None:
                 self._show_persona(iface)
-                self._load_chats(iface)
-                if self.chat_id and self.chat_id not in {c["id"] for c in self.chats}:
-                    self._close_chat()
                 self._check_summarise()
         self.loaded = True
 
@@ -107,43 +85,17 @@ class CoachState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, RenameMixin
         if not self.settings_open:
             self.persona_draft = settings.system_prompt
 
-    @rx.event
-    @requires_door(CommCoachInterface.chat_rows)
-    def load(self):
-        """on_load: check the sign-in, then the user's current CommCoach instance (the header names
-        it), its persona, its chats and the open chat."""
-        previous = self.instance_id
-        if not self.streaming:
-            self.instance_id = ""
-        event = self._reload()
-        if previous and self.instance_id != previous:  # chosen in another tab or page meanwhile
-            self._leave_instance()
-        return event
-
     # --- the header's instance (InstanceChoiceMixin's hooks) -------------------------------------
 
     def _instance_feature_code(self) -> str:
         return COMMCOACH
 
-    def _instance_switch_blocked(self) -> str:
-        return "Wait for the answer or stop it before switching to another coach." if self.streaming else ""
-
-    def _instance_switched(self, instance_id: str):
-        """The header switched to another CommCoach instance: its persona and chats, no open chat."""
-        self._leave_instance()
-        self.instance_id = instance_id
-        return self._reload()
-
     def _leave_instance(self) -> None:
         """Forget the open chat, a rename or delete under way and the settings panel."""
-        self._close_chat()
-        self.rename_id = self.delete_id = ""
+        super()._leave_instance()
         self.settings_open = False
 
     # --- the agent chat (AgentChatMixin's hooks) ------------------------------------------------
-
-    def _agent_request(self, token: str, prompt: str, chat_id: str) -> AgentRequest:
-        return _prepare(token, self.instance_id, prompt, chat_id)
 
     def _on_agent_finished(self) -> None:
         self._reload_chats()

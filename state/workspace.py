@@ -4,26 +4,20 @@ The Workspace's door (backend/features/workspace/interface.py) checks every righ
 and hands over the rows with what the user may do to them; this state only shows them.
 Sending, streaming (in a background event handler), retrying and stopping are
 state.agent_chat.AgentChatMixin's, shared with the Graphical Editor's chat sidebar; the chats list
-(open, new, rename, delete) is state.chat_list.ChatListMixin's, shared with the CommCoach.
+(open, new, rename, delete) is state.chat_list.ChatListMixin's, shared with the CommCoach and the Chatbot.
 """
 
 from __future__ import annotations
 
-import reflex as rx
 from sqlmodel import Session
 
-from backend import auth
-from backend.agent.service import AgentRequest
-from backend.config import get_settings
-from backend.db import session_scope
 from backend.db.models import User
 from backend.features.workspace.interface import WorkspaceInterface, get_interface
 from state.agent_chat import AgentChatMixin
-from state.auth import WORKSPACE, AuthState, NotSignedIn
+from state.auth import WORKSPACE, AuthState
 from state.chat_list import FOREIGN_CHAT, ChatListMixin, ChatRow
 from state.instance_choice import InstanceChoiceMixin
 from state.page import PageMixin, RenameMixin
-from state.permissions import requires_door
 from state.sources import SourcesMixin
 from state.workspace_files import FilesMixin, attachment_appendix
 
@@ -31,23 +25,13 @@ NO_USE_AGENT = "Your roles let you read the chats here but not talk to the agent
 __all__ = ["FOREIGN_CHAT", "NO_USE_AGENT", "ChatRow", "WorkspaceState"]
 
 
-def _prepare(token: str, instance_id: str, prompt: str, chat_id: str) -> AgentRequest:
-    with session_scope() as session:
-        user = auth.user_for_token(session, token)
-        if user is None:
-            raise NotSignedIn()
-        return get_interface(user, None, instance_id, session).prepare_run(prompt, chat_id or None)
-
-
-class WorkspaceState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, FilesMixin, SourcesMixin, RenameMixin,
+class WorkspaceState(ChatListMixin, InstanceChoiceMixin, AgentChatMixin, FilesMixin, SourcesMixin, RenameMixin,
                      PageMixin, AuthState):
     """What the Workspace page shows: chats, the open chat, the stream, the chat bar and the UDB's files,
     of the Workspace instance its header names."""
 
-    instance_id: str = ""
-    instance_label: str = ""
-
     _no_agent_reason = NO_USE_AGENT
+    _instance_noun = "Workspace"
 
     def _chat_door(self, session: Session, user: User) -> WorkspaceInterface:
         """The Workspace's door (ChatListMixin's hook)."""
@@ -57,53 +41,20 @@ class WorkspaceState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, FilesMi
 
     def _refresh(self) -> None:
         with self._user_session() as (session, user):
-            self._load_navigation(session, user)
-            chosen = self._current_instance(session, user, self.instance_id)
-            iface = get_interface(user, None, chosen.id, session) if chosen else None
-            self.instance_id = iface.instance.id if iface else ""
-            self.instance_label = iface.instance.label if iface else ""
-            self.provider_configured = bool(get_settings().ai_providers)
-            self.chats = []
-            self.can_use_agent = False
-            if iface is None:
-                self.chat_id, self.messages = "", []
-            else:
-                self.can_use_agent = iface.can_use_agent()
-                self._load_chats(iface)
-                if self.chat_id and self.chat_id not in {c["id"] for c in self.chats}:
-                    self._close_chat()
+            self._show_instance_chats(session, user)
         if self.udb_tab == "files":
             self._refresh_files()
         self.loaded = True
 
-    @rx.event
-    @requires_door(WorkspaceInterface.chat_rows)
-    def load(self):
-        """on_load: check the sign-in, then the user's current instance (the one they chose or used
-        last: the header names it), its chats and the open chat."""
-        previous = self.instance_id
-        if not self.streaming:
-            self.instance_id = ""
-        event = self._reload()
-        if previous and self.instance_id != previous:  # chosen in another tab or page meanwhile
-            self._leave_instance()
-            if self.udb_tab == "files":
-                self._refresh_files()
-        return event
+    def _instance_changed(self) -> None:
+        """`load` found another instance chosen meanwhile: show its files from the top folder."""
+        if self.udb_tab == "files":
+            self._refresh_files()
 
     # --- the header's instance (InstanceChoiceMixin's hooks) -------------------------------------
 
     def _instance_feature_code(self) -> str:
         return WORKSPACE
-
-    def _instance_switch_blocked(self) -> str:
-        return "Wait for the answer or stop it before switching to another Workspace." if self.streaming else ""
-
-    def _instance_switched(self, instance_id: str):
-        """The header switched to another Workspace instance: its chats and files, no open chat."""
-        self._leave_instance()
-        self.instance_id = instance_id
-        return self._reload()
 
     def _leave_instance(self) -> None:
         """Forget what belonged to the instance shown so far: the open chat, the attachments, the
@@ -115,15 +66,9 @@ class WorkspaceState(InstanceChoiceMixin, ChatListMixin, AgentChatMixin, FilesMi
         self.search_query, self.search_hits, self.searched = "", [], False
         self.preview_path = self.file_rename_path = self.file_delete_path = ""
 
-    # --- the agent chat (AgentChatMixin's hooks) ------------------------------------------------
-
-    def _agent_request(self, token: str, prompt: str, chat_id: str) -> AgentRequest:
-        return _prepare(token, self.instance_id, prompt, chat_id)
+    # --- the agent chat (AgentChatMixin's hook) -------------------------------------------------
 
     def _prompt_appendix(self) -> str:
         appendix = attachment_appendix(self.attachments)
         self.attachments = []
         return appendix
-
-    def _on_agent_finished(self) -> None:
-        self._reload_chats()

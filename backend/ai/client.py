@@ -334,6 +334,19 @@ class AiClient(ABC):
         """The transcript of an audio file; `filename` tells the provider its format."""
 
 
+def image_type(data: bytes) -> str | None:
+    """The image type of `data` by its signature (PNG, JPEG, GIF, WebP), else None."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
 def image_message(image_bytes: bytes, mime: str, prompt: str) -> list[Message]:
     """A user message with `prompt` and the image as a data URI (AiError for a non-image)."""
     if not mime.startswith("image/"):

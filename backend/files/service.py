@@ -267,10 +267,7 @@ class FileStore(Door):
         if not instance_id:
             raise InvalidInput([FieldError("featureInstanceId",
                                            "the file store belongs to a feature instance and none was given")])
-        instance = access.require_instance(instance_id)
-        if mandate_id is not None and instance.mandate_id != mandate_id:
-            raise NotFound(f"feature instance {instance_id} not found")
-        return cls(access, instance)
+        return cls(access, access.require_instance(instance_id, mandate_id=mandate_id))
 
     # --- rights (the row rule is AccessContext.may's) ---
 

@@ -68,10 +68,15 @@ class AccessContext:
     def can_open_instance(self, instance: FeatureInstance) -> bool:
         return self.resolve(UI, f"ui.feature.{instance.feature_code}", instance.mandate_id, instance.id).allowed
 
-    def require_instance(self, instance_id: str, feature_code: str | None = None) -> FeatureInstance:
-        """The instance if the user may open it, else NotFound (same answer as a missing id)."""
+    def require_instance(self, instance_id: str, feature_code: str | None = None,
+                         mandate_id: str | None = None) -> FeatureInstance:
+        """The instance if the user may open it, else NotFound (same answer as a missing id).
+
+        With `feature_code` or `mandate_id`, an instance of another feature or mandate is not found either.
+        """
         instance = self.session.get(FeatureInstance, instance_id)
-        if instance is None or (feature_code and instance.feature_code != feature_code):
+        if (instance is None or (feature_code and instance.feature_code != feature_code)
+                or (mandate_id is not None and instance.mandate_id != mandate_id)):
             raise NotFound(f"feature instance {instance_id} not found")
         if not self.can_open_instance(instance):
             raise NotFound(f"feature instance {instance_id} not found")

@@ -1,47 +1,25 @@
-"""The Chatbot page: the chats on the left, the open chat and the chat bar; for those who may
-configure the instance, its settings (system prompt, data source, limits) behind "Settings"."""
+"""The Chatbot page: the chats on the left (components/chat_list.py, as on the Workspace and the Coach
+page: open, rename, delete), the open chat and the chat bar; for those who may configure the
+instance, its settings (system prompt, data source, limits) behind "Settings"."""
 
 import reflex as rx
 
-from components.chat import chat_bar, chat_stream
+from components import chat_list
+from components.chat import stream_and_bar
 from components.shell import empty_state, gated, page_shell
-from state.chatbot import NO_USE_AGENT, ChatbotState, ChatRow, Option
+from state.chatbot import NO_USE_AGENT, ChatbotState, Option
 
 TABLE_UPLOAD = "chatbot-table-upload"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 EMPTY_CHAT = "Ask a question about the chatbot's data; its answer streams here."
-EMPTY_CHAT_READ_ONLY = "Open a chat on the left to read it."
 EMPTY_CHAT_NO_PROVIDER = "The chatbot needs an AI provider, and none is configured on this server."
 
 
-def _chat_entry(chat: ChatRow) -> rx.Component:
-    is_open = ChatbotState.chat_id == chat["id"]
+def chats_column() -> rx.Component:
     return rx.box(
-        rx.text(chat["title"], size="2", weight=rx.cond(is_open, "bold", "regular"), class_name="chat-title",
-                overflow="hidden", text_overflow="ellipsis", white_space="nowrap"),
-        rx.text(chat["modified"], size="1", color_scheme="gray"),
-        on_click=ChatbotState.open_chat(chat["id"]), cursor="pointer", width="100%", padding="0.4em 0.5em",
-        border_radius="6px", background_color=rx.cond(is_open, rx.color("accent", 4), "transparent"),
-        class_name="chat-item",
-    )
-
-
-def chats_panel() -> rx.Component:
-    return rx.vstack(
-        rx.hstack(
-            rx.heading("Chats", size="3"),
-            rx.spacer(),
-            rx.cond(ChatbotState.can_use_agent,
-                    rx.button(rx.icon("plus", size=14), "New", size="1", variant="soft",
-                              on_click=ChatbotState.new_chat, id="chat-new")),
-            width="100%", align="center",
-        ),
-        rx.cond(
-            ChatbotState.chats.length() > 0,
-            rx.vstack(rx.foreach(ChatbotState.chats, _chat_entry), id="chat-list", width="100%", spacing="1"),
-            rx.text("No chats yet.", size="2", color_scheme="gray", id="chat-list-empty"),
-        ),
-        width="16em", min_width="12em", spacing="3",
+        chat_list.chats_panel(ChatbotState),
+        width="16em", min_width="12em", flex_shrink="0", max_height="calc(100vh - 8em)", overflow_y="auto",
+        id="chatbot-chats",
     )
 
 
@@ -130,17 +108,7 @@ def conversation() -> rx.Component:
                 rx.callout(ChatbotState.notice, icon="check", color_scheme="green", id="chatbot-notice",
                            width="100%")),
         rx.cond(ChatbotState.show_settings & ChatbotState.can_configure, settings_panel()),
-        chat_stream(ChatbotState.messages, ChatbotState.streaming, on_retry=ChatbotState.retry,
-                    on_decide=ChatbotState.decide,
-                    empty_text=rx.cond(ChatbotState.can_use_agent,
-                                       rx.cond(ChatbotState.provider_configured, EMPTY_CHAT, EMPTY_CHAT_NO_PROVIDER),
-                                       EMPTY_CHAT_READ_ONLY)),
-        rx.cond(
-            ChatbotState.can_use_agent,
-            chat_bar(ChatbotState.send, ChatbotState.stop, ChatbotState.streaming, ChatbotState.disabled_reason),
-            rx.text(rx.icon("eye", size=14), NO_USE_AGENT, id="chat-disabled-reason", size="2", color_scheme="gray",
-                    display="flex", align_items="center", gap="0.4em"),
-        ),
+        *stream_and_bar(ChatbotState, EMPTY_CHAT, EMPTY_CHAT_NO_PROVIDER, NO_USE_AGENT),
         flex="1", min_width="0", spacing="3", height="calc(100vh - 8em)",
     )
 
@@ -155,7 +123,8 @@ def chatbot_page() -> rx.Component:
                 empty_state("lock", "No Chatbot instance",
                             "You have no access to a Chatbot instance. Ask an administrator of your mandate to "
                             "give you a role in one."),
-                rx.hstack(chats_panel(), conversation(), width="100%", spacing="4", align="start"),
+                rx.hstack(chats_column(), conversation(), chat_list.delete_dialog(ChatbotState),
+                          width="100%", spacing="4", align="start"),
             ),
         ),
         instance=ChatbotState,

@@ -9,13 +9,12 @@ may configure the instance edit there. A viewer reads the chats and the summarie
 import reflex as rx
 
 from components import chat_list
-from components.chat import chat_bar, chat_stream
+from components.chat import stream_and_bar
 from components.shell import empty_state, gated, page_shell
 from state.coach import NO_USE_AGENT, CoachState
 
 EMPTY_CHAT = ("Tell the coach what you want to get better at — a talk you are preparing, an e-mail to phrase, a "
               "difficult conversation to rehearse. The coach's answer streams here.")
-EMPTY_CHAT_READ_ONLY = "Open a chat on the left to read it."
 EMPTY_CHAT_NO_PROVIDER = "The coach needs an AI provider, and none is configured on this server."
 
 
@@ -98,18 +97,7 @@ def conversation() -> rx.Component:
         rx.cond(CoachState.notice != "",
                 rx.callout(CoachState.notice, icon="check", color_scheme="green", id="coach-notice", width="100%")),
         summary_card(),
-        chat_stream(CoachState.messages, CoachState.streaming, on_retry=CoachState.retry,
-                    on_decide=CoachState.decide,
-                    empty_text=rx.cond(CoachState.can_use_agent,
-                                       rx.cond(CoachState.provider_configured, EMPTY_CHAT, EMPTY_CHAT_NO_PROVIDER),
-                                       EMPTY_CHAT_READ_ONLY)),
-        rx.cond(
-            CoachState.can_use_agent,
-            chat_bar(CoachState.send, CoachState.stop, CoachState.streaming, CoachState.disabled_reason,
-                     placeholder="Tell the coach…"),
-            rx.text(rx.icon("eye", size=14), NO_USE_AGENT, id="chat-disabled-reason", size="2", color_scheme="gray",
-                    display="flex", align_items="center", gap="0.4em"),
-        ),
+        *stream_and_bar(CoachState, EMPTY_CHAT, EMPTY_CHAT_NO_PROVIDER, NO_USE_AGENT, placeholder="Tell the coach…"),
         flex="1", min_width="0", spacing="3", height="calc(100vh - 8em)",
     )
 

@@ -7,13 +7,12 @@ chat bar and no "Attach" — the chats are there to read, and the page says so.
 import reflex as rx
 
 from components import chat_list
-from components.chat import chat_bar, chat_stream
+from components.chat import stream_and_bar
 from components.shell import empty_state, gated, page_shell
 from poweron_app.pages.workspace_udb import udb_panel
 from state.workspace import NO_USE_AGENT, WorkspaceState
 
 EMPTY_CHAT = "Ask the agent anything; its answer streams here."
-EMPTY_CHAT_READ_ONLY = "Open a chat on the left to read it."
 EMPTY_CHAT_NO_PROVIDER = ("The agent needs an AI provider, and none is configured on this server (how to set one: "
                           "below). Files and chats can still be browsed.")
 
@@ -29,21 +28,8 @@ def conversation() -> rx.Component:
         rx.cond(WorkspaceState.notice != "",
                 rx.callout(WorkspaceState.notice, icon="check", color_scheme="green", id="workspace-notice",
                            width="100%")),
-        chat_stream(WorkspaceState.messages, WorkspaceState.streaming, on_retry=WorkspaceState.retry,
-                    on_decide=WorkspaceState.decide,
-                    empty_text=rx.cond(WorkspaceState.can_use_agent,
-                                       rx.cond(WorkspaceState.provider_configured, EMPTY_CHAT,
-                                               EMPTY_CHAT_NO_PROVIDER),
-                                       EMPTY_CHAT_READ_ONLY)),
-        rx.cond(
-            WorkspaceState.can_use_agent,
-            chat_bar(WorkspaceState.send, WorkspaceState.stop, WorkspaceState.streaming,
-                     WorkspaceState.disabled_reason, attachments=WorkspaceState.attachments,
-                     on_remove_attachment=WorkspaceState.detach_file),
-            # No prompt field for those who may not talk to the agent: only why.
-            rx.text(rx.icon("eye", size=14), NO_USE_AGENT, id="chat-disabled-reason", size="2", color_scheme="gray",
-                    display="flex", align_items="center", gap="0.4em"),
-        ),
+        *stream_and_bar(WorkspaceState, EMPTY_CHAT, EMPTY_CHAT_NO_PROVIDER, NO_USE_AGENT,
+                        attachments=WorkspaceState.attachments, on_remove_attachment=WorkspaceState.detach_file),
         flex="1", min_width="0", spacing="3", height="calc(100vh - 8em)",
     )
 

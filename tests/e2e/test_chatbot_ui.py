@@ -103,6 +103,20 @@ def test_a_question_on_the_chatbot_page_is_answered_from_the_table(page: Page, r
         runs = api.get(f"/api/chatbot/{instance_id}/agent/runs").json()
         assert runs[0]["profile"] == "chatbot" and runs[0]["answer"] == "Zurich sold the most: 1500.75 CHF."
 
+    # The chats list is the Workspace's and the Coach's: the chat is renamed and deleted from it.
+    title = f"Best city {uuid.uuid4().hex[:4]}"
+    page.locator(".chat-item", has_text="Which city sold the most?").locator(".chat-rename").click()
+    page.locator("#chat-rename-input").fill(title)
+    page.locator("#chat-rename-save").click()
+    expect(page.locator("#chatbot-notice")).to_contain_text(f"Renamed to '{title}'")
+    expect(page.locator("#chat-heading")).to_have_text(title)
+    page.locator(".chat-item", has_text=title).locator(".chat-delete").click()
+    page.locator("#confirm-chat-delete").click()
+    expect(page.locator("#chatbot-notice")).to_contain_text(f"Deleted '{title}'")
+    expect(page.locator(".chat-item", has_text=title)).to_have_count(0)
+    with _api(running_app) as api:
+        assert api.get(f"/api/chatbot/{instance_id}/agent/chats").json() == []
+
 
 def test_a_visitor_asks_on_the_public_embed_page_without_signing_in(page: Page, running_app: RunningApp):
     instance_id = _chatbot_with_table(running_app, f"Public bot {uuid.uuid4().hex[:6]}")

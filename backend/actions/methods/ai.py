@@ -22,6 +22,7 @@ from pydantic.alias_generators import to_camel
 
 from backend.actions.base import ActionContext, ActionError, ActionParams, action
 from backend.ai import AiReply, get_ai_client, parse_json_reply
+from backend.ai.client import image_type
 from backend.ai.neutralize import neutralize, neutralize_data, restore, restore_data
 from backend.ai.transform import TransformError, apply_mapping, render_template
 
@@ -57,18 +58,6 @@ def _decode_base64(value: str, field: str, limit: int) -> tuple[bytes, str | Non
     if not data:
         raise ActionError(f"{field} is empty")
     return data, mime
-
-
-def _image_mime(data: bytes) -> str | None:
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if data[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def _file_service() -> Any | None:
@@ -193,10 +182,10 @@ class DescribeImageOutput(_Output):
 def describe_image(params: DescribeImageParams, context: ActionContext) -> DescribeImageOutput:
     if params.path:
         data, mime, _name = _read_stored(context, params.path, MAX_IMAGE_BYTES)
-        mime = _image_mime(data) or mime
+        mime = image_type(data) or mime
     else:
         data, uri_mime = _decode_base64(params.image_base64 or "", "imageBase64", MAX_IMAGE_BYTES)
-        mime = params.mime_type or uri_mime or _image_mime(data)
+        mime = params.mime_type or uri_mime or image_type(data)
     if not mime or not mime.startswith("image/"):
         raise ActionError("the data is not an image this step can read (PNG, JPEG, GIF or WebP; "
                           "give mimeType for other formats)")
@@ -234,7 +223,7 @@ def _binary_result(context: ActionContext, data: bytes, mime: str, save_as: str 
         params=GenerateImageParams, output=BinaryOutput, graph_node=True, capabilities=("write",), needs=("ai",))
 def generate_image(params: GenerateImageParams, context: ActionContext) -> BinaryOutput:
     data = get_ai_client().generate_image(params.prompt, params.size)
-    mime = _image_mime(data) or "image/png"
+    mime = image_type(data) or "image/png"
     return _binary_result(context, data, mime, params.save_as)
 
 

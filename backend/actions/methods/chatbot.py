@@ -85,8 +85,7 @@ def query_database(params: QueryParams, context: ActionContext) -> QueryOutput:
         answer = door.query(params.sql)
     except QueryFailed as exc:
         raise ActionError(str(exc)) from None
-    return QueryOutput(sql=answer.sql, columns=answer.columns, rows=answer.rows, row_count=answer.row_count,
-                       truncated=answer.truncated, note=answer.note)
+    return QueryOutput.model_validate(answer, from_attributes=True)
 
 
 @action("chatbot.listTables", toolbox=TOOLBOX, label="List the database's tables",

@@ -22,13 +22,13 @@ from typing import Any, BinaryIO
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
-from backend.agent.service import AgentChats, AgentRequest, ChatHistory, ChatSummary
 from backend.connectors import store
 from backend.connectors.kinds import sql as sql_kind
 from backend.connectors.kinds.sql import QueryResult
 from backend.connectors.types import ConnectionFailed, Credentials
-from backend.db.models import AgentChat, FeatureInstance, User, utcnow
+from backend.db.models import FeatureInstance, User, utcnow
 from backend.errors import FieldError, InvalidInput, NotFound
+from backend.features.chat_door import chat_door
 from backend.features.chatbot import source
 from backend.features.chatbot.config import (
     CONFIGURED_BY,
@@ -42,7 +42,7 @@ from backend.features.chatbot.main import CHAT_DATA, CONFIGURE, FEATURE_CODE, FI
 from backend.files import service as files
 from backend.files.service import FileEntry, FileStore
 from backend.rbac.access import AccessContext
-from backend.rbac.door import Door, guarded
+from backend.rbac.door import guarded
 from backend.rbac.rights import DATA, RESOURCE
 from backend.sqlguard import CheckedQuery, SqlRefused, check_read_only
 
@@ -65,10 +65,6 @@ class QueryAnswer:
     truncated: bool
     note: str | None
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"sql": self.sql, "columns": self.columns, "rows": self.rows, "rowCount": self.row_count,
-                "truncated": self.truncated, "note": self.note}
-
 
 @dataclass(frozen=True)
 class ConfigView:
@@ -86,15 +82,15 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-class ChatbotInterface(Door):
-    """The chats, configuration, tables and queries of one Chatbot instance, authorised as one user."""
+class ChatbotInterface(chat_door(CHAT_DATA, USE_AGENT)):
+    """The chats, configuration, tables and queries of one Chatbot instance, authorised as one user.
+
+    The agent and chat methods (can_use_agent, prepare_run, chat_rows, chat_history, rename_chat,
+    delete_chat) come from backend.features.chat_door, guarded with the Chatbot's items.
+    """
 
     def __init__(self, access: AccessContext, instance: FeatureInstance):
-        self.access = access
-        self.instance = instance
-        self.session: Session = access.session
-        self.user: User = access.user
-        self.chats = AgentChats(access, instance)
+        super().__init__(access, instance)
         self.files = FileStore(access, instance)
 
     @property
@@ -103,19 +99,14 @@ class ChatbotInterface(Door):
 
     # --- the agent ----------------------------------------------------------------------------
 
-    def can_use_agent(self) -> bool:
-        """Whether the chat bar may send here (useAgent is granted)."""
-        return self.may_call(ChatbotInterface.prepare_run)
-
     def can_configure(self) -> bool:
         """Whether the settings panel is offered (configure is granted)."""
         return self.may_call(ChatbotInterface.configure)
 
-    @guarded(RESOURCE, USE_AGENT)
-    def prepare_run(self, prompt: Any, chat_id: str | None = None) -> AgentRequest:
-        """Check a prompt and create (or continue) its chat; the run gets the instance's system prompt
-        and its database's schema (AgentRequest.system_extra) and the profile `chatbot`."""
-        return self.chats.prepare_run(prompt, chat_id, PROFILE, self.system_extra())
+    def run_setup(self) -> tuple[str | None, str]:
+        """A run gets the profile `chatbot` and the instance's system prompt and its database's
+        schema (AgentRequest.system_extra), see prepare_run."""
+        return PROFILE, self.system_extra()
 
     def system_extra(self) -> str:
         """The instance's system prompt and its data source's schema, for the agent's system prompt."""
@@ -139,26 +130,6 @@ class ChatbotInterface(Door):
         else:
             lines.append(f"Its tables cannot be listed now{': ' + problem if problem else ''}.")
         return "\n".join(lines)
-
-    # --- chats ------------------------------------------------------------------------------------
-
-    @guarded(DATA, CHAT_DATA, "read")
-    def chat_rows(self) -> list[ChatSummary]:
-        """The chats the user may read, last continued first, with rename/delete flags."""
-        return self.chats.chat_summaries()
-
-    @guarded(DATA, CHAT_DATA, "read")
-    def chat_history(self, chat_id: str) -> ChatHistory:
-        """One chat with its runs and their traces, oldest first."""
-        return self.chats.chat_history(chat_id)
-
-    @guarded(DATA, CHAT_DATA, "update")
-    def rename_chat(self, chat_id: str, title: Any) -> AgentChat:
-        return self.chats.rename_chat(chat_id, title)
-
-    @guarded(DATA, CHAT_DATA, "delete")
-    def delete_chat(self, chat_id: str) -> None:
-        self.chats.delete_chat(chat_id)
 
     # --- configuration ----------------------------------------------------------------------------
 
@@ -388,10 +359,7 @@ def instance_for_token(session: Session, token: str) -> FeatureInstance | None:
 def open_interface(access: AccessContext, feature_instance_id: str, mandate_id: str | None = None
                    ) -> ChatbotInterface:
     """The door of Chatbot instance `feature_instance_id` for `access.user`, else NotFound."""
-    instance = access.require_instance(feature_instance_id, FEATURE_CODE)
-    if mandate_id is not None and instance.mandate_id != mandate_id:
-        raise NotFound(f"feature instance {feature_instance_id} not found")
-    return ChatbotInterface(access, instance)
+    return ChatbotInterface(access, access.require_instance(feature_instance_id, FEATURE_CODE, mandate_id))
 
 
 def get_interface(user: User, mandate_id: str | None, feature_instance_id: str, session: Session) -> ChatbotInterface:

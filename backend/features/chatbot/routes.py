@@ -206,7 +206,7 @@ def run_query(iface: Chatbot, body: QueryIn) -> QueryOut:
         answer = iface.query(body.sql)
     except QueryFailed as exc:
         raise InvalidInput([FieldError("sql", str(exc))]) from None
-    return QueryOut(**answer.as_dict())
+    return QueryOut.model_validate(answer)
 
 
 # --- the embed link ------------------------------------------------------------------------------------

@@ -15,10 +15,11 @@ from typing import Any
 
 from sqlmodel import Session
 
-from backend.agent.service import AgentChats, AgentRequest, ChatHistory, ChatSummary, chat_history
+from backend.agent.service import chat_history
 from backend.ai import AiError, get_ai_client
-from backend.db.models import AgentChat, FeatureInstance, User, utcnow
-from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
+from backend.db.models import AgentChat, User, utcnow
+from backend.errors import Conflict, FieldError, Forbidden, InvalidInput
+from backend.features.chat_door import chat_door
 from backend.features.commcoach.main import (
     CHAT_DATA,
     CONFIGURE,
@@ -29,7 +30,7 @@ from backend.features.commcoach.main import (
     USE_AGENT,
 )
 from backend.rbac.access import AccessContext
-from backend.rbac.door import Door, guarded
+from backend.rbac.door import guarded
 from backend.rbac.rights import DATA, RESOURCE, UI
 
 SETTING = "systemPrompt"  # the key of the persona in FeatureInstance.settings
@@ -51,15 +52,12 @@ class CoachSettings:
     can_configure: bool
 
 
-class CommCoachInterface(Door):
-    """The persona, chats and summaries of one CommCoach instance, authorised as one user."""
+class CommCoachInterface(chat_door(CHAT_DATA, USE_AGENT)):
+    """The persona, chats and summaries of one CommCoach instance, authorised as one user.
 
-    def __init__(self, access: AccessContext, instance: FeatureInstance):
-        self.access = access
-        self.instance = instance
-        self.session: Session = access.session
-        self.user: User = access.user
-        self.chats = AgentChats(access, instance)
+    The agent and chat methods (can_use_agent, prepare_run, chat_rows, chat_history, rename_chat,
+    delete_chat) come from backend.features.chat_door, guarded with the CommCoach's items.
+    """
 
     # --- the persona (the instance's system prompt) ---------------------------------------------
 
@@ -97,37 +95,9 @@ class CommCoachInterface(Door):
 
     # --- the agent ----------------------------------------------------------------------------
 
-    def can_use_agent(self) -> bool:
-        """Whether the chat bar may send here (useAgent is granted)."""
-        return self.may_call(CommCoachInterface.prepare_run)
-
-    @guarded(RESOURCE, USE_AGENT)
-    def prepare_run(self, prompt: Any, chat_id: str | None = None) -> AgentRequest:
-        """Check a prompt for the coach and create (or continue) its chat; the run gets the
-        commcoach profile and the instance's persona (AgentChats.prepare_run)."""
-        return self.chats.prepare_run(prompt, chat_id, FEATURE_CODE, system_extra=persona_text(self.system_prompt()))
-
-    # --- chats ------------------------------------------------------------------------------------
-
-    @guarded(DATA, CHAT_DATA, "read")
-    def chat_rows(self) -> list[ChatSummary]:
-        """The chats the user may read, last continued first, with rename/delete flags."""
-        return self.chats.chat_summaries()
-
-    @guarded(DATA, CHAT_DATA, "read")
-    def chat_history(self, chat_id: str) -> ChatHistory:
-        """One chat with its runs and their traces, oldest first (its summary is `chat.summary`)."""
-        return self.chats.chat_history(chat_id)
-
-    @guarded(DATA, CHAT_DATA, "update")
-    def rename_chat(self, chat_id: str, title: Any) -> AgentChat:
-        """Give a chat a new title."""
-        return self.chats.rename_chat(chat_id, title)
-
-    @guarded(DATA, CHAT_DATA, "delete")
-    def delete_chat(self, chat_id: str) -> None:
-        """Delete a chat with its runs and traces (Conflict while one still works)."""
-        self.chats.delete_chat(chat_id)
+    def run_setup(self) -> tuple[str | None, str]:
+        """A coach's run gets the commcoach profile and the instance's persona (prepare_run)."""
+        return FEATURE_CODE, persona_text(self.system_prompt())
 
     # --- session summaries ------------------------------------------------------------------------
 
@@ -190,10 +160,7 @@ def transcript(turns: list[dict[str, Any]]) -> str:
 def open_interface(access: AccessContext, feature_instance_id: str, mandate_id: str | None = None
                    ) -> CommCoachInterface:
     """The door of CommCoach instance `feature_instance_id` for `access.user`, else NotFound."""
-    instance = access.require_instance(feature_instance_id, FEATURE_CODE)
-    if mandate_id is not None and instance.mandate_id != mandate_id:
-        raise NotFound(f"feature instance {feature_instance_id} not found")
-    return CommCoachInterface(access, instance)
+    return CommCoachInterface(access, access.require_instance(feature_instance_id, FEATURE_CODE, mandate_id))
 
 
 def get_interface(user: User, mandate_id: str | None, feature_instance_id: str,

@@ -565,10 +565,7 @@ def get_interface(
     `mandate_id` may be None (derived from the instance); when given it must match.
     """
     access = AccessContext(session, user)
-    instance = access.require_instance(feature_instance_id, FEATURE_CODE)
-    if mandate_id is not None and instance.mandate_id != mandate_id:
-        raise NotFound(f"feature instance {feature_instance_id} not found")
-    return GraphicalEditorInterface(access, instance)
+    return GraphicalEditorInterface(access, access.require_instance(feature_instance_id, FEATURE_CODE, mandate_id))
 
 
 def interface_of_workflow(user: User, workflow_id: str, session: Session) -> tuple[GraphicalEditorInterface,

@@ -21,7 +21,7 @@ from datetime import date
 from typing import Any
 
 from backend.ai import get_ai_client, parse_json_reply
-from backend.ai.client import image_message
+from backend.ai.client import image_message, image_type
 from backend.features.trustee.accounts import INPUT_CODE_BY_RATE
 
 log = logging.getLogger(__name__)
@@ -68,19 +68,6 @@ def pdf_text(data: bytes) -> str:
         return "\n".join((page.extract_text() or "") for page in reader.pages).strip()
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
         raise ValueError(f"the PDF cannot be read ({type(exc).__name__}: {str(exc)[:120]})") from None
-
-
-def image_type(data: bytes) -> str | None:
-    """The image type of `data` by its signature (PNG, JPEG, GIF, WebP), else None."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if data[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def kind_of(data: bytes, mime: str | None) -> str | None:

@@ -797,10 +797,7 @@ class TrusteeInterface(Door):
 def open_interface(access: AccessContext, feature_instance_id: str, mandate_id: str | None = None
                    ) -> TrusteeInterface:
     """The door of Trustee instance `feature_instance_id` for `access.user`, else NotFound."""
-    instance = access.require_instance(feature_instance_id, FEATURE_CODE)
-    if mandate_id is not None and instance.mandate_id != mandate_id:
-        raise NotFound(f"feature instance {feature_instance_id} not found")
-    return TrusteeInterface(access, instance)
+    return TrusteeInterface(access, access.require_instance(feature_instance_id, FEATURE_CODE, mandate_id))
 
 
 def get_interface(user: User, mandate_id: str | None, feature_instance_id: str,

@@ -10,64 +10,31 @@ apply the own/all rule.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from sqlmodel import Session
 
-from backend.agent.service import AgentChats, AgentRequest, ChatHistory, ChatSummary
-from backend.db.models import AgentChat, FeatureInstance, User
-from backend.errors import FieldError, InvalidInput, NotFound
+from backend.db.models import FeatureInstance, User
+from backend.errors import FieldError, InvalidInput
+from backend.features.chat_door import chat_door
 from backend.features.workspace.main import CHAT_DATA, FEATURE_CODE, FILE_DATA, USE_AGENT
 from backend.files import service as files
 from backend.files.service import FileEntry, FileStore, SearchHit
 from backend.rbac.access import AccessContext
-from backend.rbac.door import Door, guarded
-from backend.rbac.rights import DATA, RESOURCE
+from backend.rbac.door import guarded
+from backend.rbac.rights import DATA
 
 
-class WorkspaceInterface(Door):
-    """The chats and files of one Workspace instance, authorised as one user."""
+class WorkspaceInterface(chat_door(CHAT_DATA, USE_AGENT)):
+    """The chats and files of one Workspace instance, authorised as one user.
+
+    The agent and chat methods (can_use_agent, prepare_run, chat_rows, chat_history, rename_chat,
+    delete_chat) come from backend.features.chat_door, guarded with the Workspace's items.
+    """
 
     def __init__(self, access: AccessContext, instance: FeatureInstance):
-        self.access = access
-        self.instance = instance
-        self.session: Session = access.session
-        self.user: User = access.user
-        self.chats = AgentChats(access, instance)
+        super().__init__(access, instance)
         self.files = FileStore(access, instance)
-
-    # --- the agent ----------------------------------------------------------------------------
-
-    def can_use_agent(self) -> bool:
-        """Whether the chat bar may send here (useAgent is granted)."""
-        return self.may_call(WorkspaceInterface.prepare_run)
-
-    @guarded(RESOURCE, USE_AGENT)
-    def prepare_run(self, prompt: Any, chat_id: str | None = None) -> AgentRequest:
-        """Check a prompt for the agent and create (or continue) its chat (AgentChats.prepare_run)."""
-        return self.chats.prepare_run(prompt, chat_id)
-
-    # --- chats ------------------------------------------------------------------------------------
-
-    @guarded(DATA, CHAT_DATA, "read")
-    def chat_rows(self) -> list[ChatSummary]:
-        """The chats the user may read, last continued first, with rename/delete flags."""
-        return self.chats.chat_summaries()
-
-    @guarded(DATA, CHAT_DATA, "read")
-    def chat_history(self, chat_id: str) -> ChatHistory:
-        """One chat with its runs and their traces, oldest first."""
-        return self.chats.chat_history(chat_id)
-
-    @guarded(DATA, CHAT_DATA, "update")
-    def rename_chat(self, chat_id: str, title: Any) -> AgentChat:
-        """Give a chat a new title."""
-        return self.chats.rename_chat(chat_id, title)
-
-    @guarded(DATA, CHAT_DATA, "delete")
-    def delete_chat(self, chat_id: str) -> None:
-        """Delete a chat with its runs and traces (Conflict while one still works)."""
-        self.chats.delete_chat(chat_id)
 
     # --- files ------------------------------------------------------------------------------------
 
@@ -122,10 +89,7 @@ class WorkspaceInterface(Door):
 def open_interface(access: AccessContext, feature_instance_id: str, mandate_id: str | None = None
                    ) -> WorkspaceInterface:
     """The door of Workspace instance `feature_instance_id` for `access.user`, else NotFound."""
-    instance = access.require_instance(feature_instance_id, FEATURE_CODE)
-    if mandate_id is not None and instance.mandate_id != mandate_id:
-        raise NotFound(f"feature instance {feature_instance_id} not found")
-    return WorkspaceInterface(access, instance)
+    return WorkspaceInterface(access, access.require_instance(feature_instance_id, FEATURE_CODE, mandate_id))
 
 
 def get_interface(user: User, mandate_id: str | None, feature_instance_id: str,
