@@ -124,11 +124,11 @@ def test_the_agent_requests_a_toolbox_uses_it_and_answers(api, ai_server):
 
 
 def test_a_request_outside_the_available_toolboxes_is_explained_and_the_run_goes_on(api, ai_server):
-    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "trustee", "reason": "books"}, "c1"),
+    ai_server.reply(None, tool_calls=[call("requestToolbox", {"toolboxId": "chatbot", "reason": "books"}, "c1"),
                                       call("core_detectLanguage", {"text": "Guten Morgen zusammen"}, "c2")])
     ai_server.reply("I cannot reach the books, but the text is German.")
     events = stream(api, "What language, and check the books")
-    assert of(events, "toolbox.refused")[0]["toolboxId"] == "trustee"
+    assert of(events, "toolbox.refused")[0]["toolboxId"] == "chatbot"  # the Chatbot's own, not the Workspace's
     assert [f["name"] for f in of(events, "tool.finished")] == ["core_detectLanguage"]
     results = tool_results(ai_server.chat_requests[1])
     assert "not available to this agent" in json.loads(results["c1"])["error"]
