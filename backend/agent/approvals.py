@@ -34,6 +34,7 @@ from backend.config import get_settings
 from backend.db import get_engine
 from backend.db.models import AgentApprovalPolicy, AgentRun, HumanTask, User, utcnow
 from backend.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound
+from backend.notifications.service import notify_task_created
 from backend.rbac.access import AccessContext
 from backend.rbac.door import Door, guarded
 from backend.rbac.rights import RESOURCE
@@ -166,6 +167,7 @@ def open_task(session: Session, run: AgentRun, call_id: str, tool: str, action: 
               "consequences": [c for c in CONSEQUENCES if c in consequences], "reason": reason},
         due_at=utcnow() + timedelta(hours=hours), on_timeout="expire")
     session.add(task)
+    notify_task_created(session, task)
     return task
 
 

@@ -22,6 +22,7 @@ from sqlmodel import Session
 from backend.actions import ActionContext, execute_action
 from backend.db.models import HumanTask, User, WorkflowRun, utcnow
 from backend.engine.expressions import ExpressionScope
+from backend.notifications.service import notify_task_created
 from backend.workflows.node_types import DEFAULT_HANDLE, node_type, switch_case_handle
 
 
@@ -193,6 +194,7 @@ def human_task(call: NodeCall) -> Outcome:
     )
     # Written with the step (the engine's step transaction), not here: the id is already set.
     call.session.add(task)
+    notify_task_created(call.session, task)  # its assignees are told, in the same transaction
     return Outcome(output={"taskId": task.id}, handles=(), suspend="humanTask")
 
 

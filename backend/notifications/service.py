@@ -1,4 +1,5 @@
-"""Notification rows: created for failed unattended runs, read by their own user only.
+"""Notification rows: created for failed unattended runs and for human tasks waiting for someone,
+read by their own user only.
 
 Every read and change takes the signed-in user and touches only that user's rows; another
 user's notification is "not found", exactly like a missing one. :class:`Notifications` is the
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, update
 from sqlmodel import Session, select
 
-from backend.db.models import Notification, User, Workflow, WorkflowRun, utcnow
+from backend.db.models import FeatureInstance, HumanTask, Notification, User, UserMandate, Workflow, WorkflowRun, utcnow
 from backend.engine.steps import split_error
 from backend.errors import FieldError, InvalidInput, NotFound
 from backend.rbac.access import AccessContext
@@ -20,6 +21,7 @@ from backend.rbac.door import Door, guarded
 from backend.statemachines import workflow_run as run_lifecycle
 
 RUN_FAILED = "run.failed"
+TASK_ASSIGNED = "task.assigned"
 # Runs nobody watched start: their failure is told to the workflow's owner. Manual runs (and the
 # editor's test runs) are not: the person who started them sees the result.
 NOTIFIED_TRIGGERS = ("schedule", "webhook", "event")
@@ -73,6 +75,42 @@ def notify_run_failed(session: Session, run_id: str) -> RunFailure | None:
     session.flush()
     return RunFailure(notification, workflow.name, run.trigger, owner.email,
                       owner.display_name or owner.username)
+
+
+def task_recipients(session: Session, task: HumanTask) -> list[User]:
+    """Who is told of `task`: the enabled members of its mandate who may open its instance and
+    complete it — the assignee user, every holder of the assignee role, or, for an unassigned
+    task, everyone whose roles allow updating the instance's human tasks."""
+    from backend.engine.tasks import may_complete  # the engine imports this module's callers
+
+    members = session.exec(select(User).join(UserMandate, UserMandate.user_id == User.id).where(
+        UserMandate.mandate_id == task.mandate_id, User.disabled.is_(False)).order_by(User.username)).all()
+    instance = session.get(FeatureInstance, task.feature_instance_id)
+    if instance is None:
+        return []
+    found = []
+    for user in members:
+        access = AccessContext(session, user)
+        if access.can_open_instance(instance) and may_complete(access, task):
+            found.append(user)
+    return found
+
+
+def notify_task_created(session: Session, task: HumanTask) -> list[Notification]:
+    """One notification per person who may complete the new `task` (added to the session, so it is
+    written with the task, or not at all)."""
+    what = "Approval" if task.kind == "approval" else "Task"
+    notifications = []
+    for user in task_recipients(session, task):
+        notification = Notification(
+            user_id=user.id, mandate_id=task.mandate_id, kind=TASK_ASSIGNED,
+            title=_clip(f"{what} waiting for you: {task.title or 'untitled'}", TITLE_MAX),
+            message=_clip(f"{task.message or ''}\nOpen the Inbox to answer it.".strip(), MESSAGE_MAX),
+            run_id=task.run_id,
+        )
+        session.add(notification)
+        notifications.append(notification)
+    return notifications
 
 
 def list_notifications(session: Session, user: User, unread: bool = False, limit: int = 50) -> list[Notification]:

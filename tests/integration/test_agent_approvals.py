@@ -106,6 +106,10 @@ def test_send_mail_waits_for_approval_and_runs_exactly_once_when_approved(api, a
     assert task["data"]["tool"] == "email_sendMail" and task["data"]["arguments"]["subject"] == "Report"
     assert agent_run(api, run_id)["status"] == "waiting_approval"
     assert smtp.received == []
+    # The user the agent acts for is told in the app too (issue 23, part 1), should they have left the chat.
+    told = api.client.get("/api/notifications", headers=api.auth).json()
+    titles = [n["title"] for n in told if n["kind"] == "task.assigned"]
+    assert titles == ["Approval waiting for you: Approve: Send e-mail"]
 
     status, continued = approval_stream(api, run_id, approved=True)
     assert status == 200, continued

@@ -278,3 +278,28 @@ def test_the_inbox_door_gives_rows_joined_with_names_and_what_the_user_may_do(ap
         task, cancelled = tasks.Inbox(access).cancel(task_id, "done elsewhere")
         assert task.status == "cancelled" and cancelled.status == "cancelled"
         assert [r.task.id for r in tasks.Inbox(access).history()][:1] == [task_id]
+
+
+def _notifications(username: str) -> list[dict[str, Any]]:
+    from backend.notifications import service
+
+    with session_scope() as session:
+        user = session.exec(select(User).where(User.username == username)).one()
+        return [{"kind": n.kind, "title": n.title, "message": n.message, "runId": n.run_id}
+                for n in service.list_notifications(session, user)]
+
+
+def test_a_new_task_is_told_to_its_assignee_or_the_role_holders_and_no_one_else(api):
+    """Issue 23, part 1 (in-app): the assignee user, or each holder of the assignee role in the
+    task's instance, finds a notification of the new task; a member without it does not."""
+    rita = make_user("rita", ["user"], {api.instance_id: ["graphicalEditor-user"]})
+    make_user("vera", ["user"], {api.instance_id: ["graphicalEditor-viewer"]})
+    by_role = start(api, approval({"role": "graphicalEditor-user"}, "Approve the offer"))
+    start(api, approval({"user": rita}, "Rita's own"))
+    told = _notifications("rita")
+    assert [(n["kind"], n["title"]) for n in told] == [
+        ("task.assigned", "Approval waiting for you: Rita's own"),
+        ("task.assigned", "Approval waiting for you: Approve the offer")]
+    assert told[1]["runId"] == by_role["id"] and "Open the Inbox" in told[1]["message"]
+    assert _notifications("vera") == []  # a viewer can complete neither
+    assert not [n for n in _notifications("admin") if n["kind"] == "task.assigned"]  # holds no -user role
