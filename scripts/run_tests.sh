@@ -21,9 +21,9 @@ run_group() {  # name, pytest arguments...
 }
 
 started=$SECONDS
-run_group backend -n "${POWERON_TEST_WORKERS:-2}" --dist loadgroup tests/unit tests/integration &
+run_group backend -n "${POWERON_TEST_WORKERS:-2}" --dist loadgroup --durations=30 tests/unit tests/integration &
 backend=$!
-run_group e2e tests/e2e &
+run_group e2e --durations=15 tests/e2e &
 e2e=$!
 wait "$backend"; backend_status=$?
 wait "$e2e"; e2e_status=$?

@@ -9,11 +9,25 @@ door the bell, the notifications page and /api/notifications call.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import func, or_, union, update
 from sqlmodel import Session, select
 
-from backend.db.models import FeatureInstance, HumanTask, Notification, User, UserMandate, Workflow, WorkflowRun, utcnow
+from backend.db.models import (
+    FeatureAccess,
+    FeatureAccessRole,
+    FeatureInstance,
+    HumanTask,
+    Notification,
+    Role,
+    User,
+    UserMandate,
+    UserMandateRole,
+    Workflow,
+    WorkflowRun,
+    utcnow,
+)
 from backend.engine.steps import split_error
 from backend.errors import FieldError, InvalidInput, NotFound
 from backend.rbac.access import AccessContext
@@ -77,19 +91,42 @@ def notify_run_failed(session: Session, run_id: str) -> RunFailure | None:
                       owner.display_name or owner.username)
 
 
+def _role_holders(task: HumanTask, label: str | None) -> Any:
+    """Ids of the users who hold a role (with `label`, when given) in the task's mandate or
+    instance — nobody else can have rights there, so only they are checked one by one."""
+    by_mandate = (select(UserMandate.user_id)
+                  .join(UserMandateRole, UserMandateRole.user_mandate_id == UserMandate.id)
+                  .join(Role, Role.id == UserMandateRole.role_id)
+                  .where(UserMandate.mandate_id == task.mandate_id))
+    by_instance = (select(FeatureAccess.user_id)
+                   .join(FeatureAccessRole, FeatureAccessRole.feature_access_id == FeatureAccess.id)
+                   .join(Role, Role.id == FeatureAccessRole.role_id)
+                   .where(FeatureAccess.feature_instance_id == task.feature_instance_id))
+    if label is not None:
+        by_mandate = by_mandate.where(Role.role_label == label)
+        by_instance = by_instance.where(Role.role_label == label)
+    return union(by_mandate, by_instance)
+
+
 def task_recipients(session: Session, task: HumanTask) -> list[User]:
     """Who is told of `task`: the enabled members of its mandate who may open its instance and
     complete it — the assignee user, every holder of the assignee role, or, for an unassigned
     task, everyone whose roles allow updating the instance's human tasks."""
     from backend.engine.tasks import may_complete  # the engine imports this module's callers
 
-    members = session.exec(select(User).join(UserMandate, UserMandate.user_id == User.id).where(
-        UserMandate.mandate_id == task.mandate_id, User.disabled.is_(False)).order_by(User.username)).all()
     instance = session.get(FeatureInstance, task.feature_instance_id)
     if instance is None:
         return []
+    assignee = task.assignee if isinstance(task.assignee, dict) else {}
+    query = select(User).join(UserMandate, UserMandate.user_id == User.id).where(
+        UserMandate.mandate_id == task.mandate_id, User.disabled.is_(False))
+    if assignee.get("user"):
+        query = query.where(User.id == assignee["user"])
+    else:
+        query = query.where(or_(User.is_sysadmin.is_(True),
+                                User.id.in_(_role_holders(task, assignee.get("role") or None))))
     found = []
-    for user in members:
+    for user in session.exec(query.order_by(User.username)).all():
         access = AccessContext(session, user)
         if access.can_open_instance(instance) and may_complete(access, task):
             found.append(user)

@@ -17,6 +17,7 @@ from playwright.sync_api import Page, expect
 from tests.e2e.conftest import ADMIN_PASSWORD, RunningApp
 from tests.e2e.test_admin_ui import choose
 from tests.e2e.test_editor_ui import WIDE, api, new_workflow, node, open_editor
+from tests.e2e.test_inbox_ui import at_rest
 from tests.e2e.test_workflows_ui import pick, sign_in
 
 pytestmark = __import__("pytest").mark.e2e
@@ -51,7 +52,7 @@ def start_run(running_app: RunningApp, workflow_id: str, payload: Any = None) ->
     answer = httpx.post(f"{running_app.api_url}/api/graphicalEditor/{instance}/workflows/{workflow_id}/runs",
                         headers=headers, json={"input": payload}, timeout=60)
     assert answer.status_code == 201, answer.text
-    return answer.json()
+    return at_rest(running_app, answer.json())
 
 
 def test_the_monitor_shows_runs_failures_and_what_waits(page: Page, running_app: RunningApp):
