@@ -235,6 +235,8 @@ class Workflow(SQLModel, table=True):
     test_input: Any = _json_column()
     # "Expose as MCP tool": the published version is offered as a tool at /mcp (issue 19).
     mcp_tool: bool = False
+    # A mandate admin allows deciding this workflow's tasks from the mail's link without signing in.
+    mail_one_click: bool = False
     sys_created_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
     sys_created_at: datetime = Field(default_factory=utcnow)
     sys_modified_at: datetime = Field(default_factory=utcnow)
@@ -393,9 +395,28 @@ class HumanTask(SQLModel, table=True):
     due_at: datetime | None = None
     on_timeout: str | None = Field(default=None, max_length=16)
     completed_by: str | None = Field(default=None, foreign_key="user_account.id", max_length=32)
+    # How the answer came (issue 23): "app" (Inbox, REST) or "mail" (a link of the task's mail).
+    decided_via: str | None = Field(default=None, max_length=16)
+    # When the reminder before `due_at` was sent (once per task).
+    reminded_at: datetime | None = None
     sys_created_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     lock_version: int = 1
+
+
+class TaskLink(SQLModel, table=True):
+    """The link of a task's mail to one recipient (issue 23): only the SHA-256 of its token is kept;
+    it decides once (`used_at`), until `expires_at`, for that task only."""
+
+    __tablename__ = "task_link"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    token_hash: str = Field(max_length=64, unique=True, index=True)
+    task_id: str = Field(foreign_key="human_task.id", index=True, max_length=32)
+    user_id: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    expires_at: datetime
+    used_at: datetime | None = None
+    sys_created_at: datetime = Field(default_factory=utcnow)
 
 
 class ImmutableVersionError(Exception):
@@ -680,8 +701,48 @@ class Notification(SQLModel, table=True):
     message: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     workflow_id: str | None = Field(default=None, max_length=32)
     run_id: str | None = Field(default=None, max_length=32)
+    task_id: str | None = Field(default=None, max_length=32)
     read_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class NotificationSetting(SQLModel, table=True):
+    """A user's choice for one event on one channel (issue 23); without a row the default holds."""
+
+    __tablename__ = "notification_setting"
+    __table_args__ = (UniqueConstraint("user_id", "event", "channel", name="uq_notification_setting"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    user_id: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    event: str = Field(max_length=64)
+    channel: str = Field(max_length=16)
+    enabled: bool = True
+
+
+class PushSubscription(SQLModel, table=True):
+    """A browser's Web Push subscription of one user (issue 23): where to push and its keys."""
+
+    __tablename__ = "push_subscription"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    user_id: str = Field(foreign_key="user_account.id", index=True, max_length=32)
+    endpoint: str = Field(sa_column=Column(Text, nullable=False))
+    endpoint_hash: str = Field(max_length=64, unique=True, index=True)
+    p256dh: str = Field(max_length=200)
+    auth: str = Field(max_length=100)
+    user_agent: str = Field(default="", max_length=300)
+    last_error: str | None = Field(default=None, max_length=500)
+    sys_created_at: datetime = Field(default_factory=utcnow)
+
+
+class PlatformSecret(SQLModel, table=True):
+    """A secret the platform generates once for itself (the Web Push VAPID key), sealed."""
+
+    __tablename__ = "platform_secret"
+
+    name: str = Field(primary_key=True, max_length=64)
+    value: str = Field(sa_column=Column(Text, nullable=False))
+    sys_created_at: datetime = Field(default_factory=utcnow)
 
 
 # --- connections to outside systems (spec §3.1; DESIGN §8) ------------------------------------

@@ -30,12 +30,11 @@ from backend.db.models import (
 )
 from backend.engine.steps import split_error
 from backend.errors import FieldError, InvalidInput, NotFound
+from backend.notifications.preferences import RUN_FAILED, TASK_ASSIGNED
 from backend.rbac.access import AccessContext
 from backend.rbac.door import Door, guarded
 from backend.statemachines import workflow_run as run_lifecycle
 
-RUN_FAILED = "run.failed"
-TASK_ASSIGNED = "task.assigned"
 # Runs nobody watched start: their failure is told to the workflow's owner. Manual runs (and the
 # editor's test runs) are not: the person who started them sees the result.
 NOTIFIED_TRIGGERS = ("schedule", "webhook", "event")
