@@ -126,6 +126,10 @@ class Settings:
             ``smtp://user:password@host:587?starttls=true`` or ``smtps://…:465``; None: no mail.
             It holds a password: left out of `repr`, never logged (backend/notifications/mailer.py).
         smtp_from: The sender address of those mails (POWERON_SMTP_FROM).
+        task_link_hours: How long the Approve/Reject links of a task's mail work at most
+            (POWERON_TASK_LINK_HOURS; a task due earlier ends them at its due time).
+        task_reminder_minutes: How long before a task's due time its recipients are reminded
+            once (POWERON_TASK_REMINDER_MINUTES; 0: no reminders).
         max_queued_runs: Webhook, event and form calls are refused with 429 while this many runs
             wait for a run thread (POWERON_MAX_QUEUED_RUNS).
         webhook_max_bytes: Largest body a webhook or public form call may send (413 above it):
@@ -219,6 +223,8 @@ class Settings:
     scheduler_misfire_grace_seconds: float = 60.0
     smtp_url: str | None = field(default=None, repr=False)
     smtp_from: str | None = None
+    task_link_hours: float = 72.0
+    task_reminder_minutes: float = 60.0
     max_queued_runs: int = 1000
     webhook_max_bytes: int = 1024 * 1024
     msft_tenant: str | None = None
@@ -545,6 +551,8 @@ def get_settings() -> Settings:
         scheduler_misfire_grace_seconds=_seconds("POWERON_SCHEDULER_MISFIRE_GRACE_SECONDS", 60.0),
         smtp_url=_text("POWERON_SMTP_URL"),
         smtp_from=_text("POWERON_SMTP_FROM"),
+        task_link_hours=_seconds("POWERON_TASK_LINK_HOURS", 72.0),
+        task_reminder_minutes=_seconds("POWERON_TASK_REMINDER_MINUTES", 60.0, zero_ok=True),
         max_queued_runs=_count("POWERON_MAX_QUEUED_RUNS", 1000),
         webhook_max_bytes=_bytes("POWERON_WEBHOOK_MAX_BYTES", 1024 * 1024),
         msft_tenant=_text("POWERON_MSFT_TENANT"),

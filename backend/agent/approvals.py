@@ -178,7 +178,7 @@ def is_agent_task(task: HumanTask) -> bool:
     return task.agent_run_id is not None
 
 
-def decide(access: AccessContext, task: HumanTask, approved: Any, comment: Any = None) -> HumanTask:
+def decide(access: AccessContext, task: HumanTask, approved: Any, comment: Any = None, via: str = "app") -> HumanTask:
     """Approve or decline an agent's tool call as the task's assignee; commits. The run is not
     resumed here: :func:`resume_stream` (the chat) or :func:`resume_in_background` does that.
 
@@ -200,7 +200,7 @@ def decide(access: AccessContext, task: HumanTask, approved: Any, comment: Any =
         raise Conflict(finished_message(session, task))
     answer = {**(task.data or {}), "approved": approved, "comment": comment}
     try:
-        task_lifecycle.complete(session, task, answer, access.user.id)
+        task_lifecycle.complete(session, task, answer, access.user.id, via)
     except ConcurrentTransition:
         session.rollback()
         session.refresh(task)

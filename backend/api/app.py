@@ -23,6 +23,7 @@ from backend.api.monitor import router as monitor_router
 from backend.api.notifications import router as notifications_router
 from backend.api.openapi import install as document_errors
 from backend.api.sso import router as sso_router
+from backend.api.task_links import router as task_links_router
 from backend.api.tasks import router as tasks_router
 from backend.api.triggers import router as triggers_router
 from backend.db.models import ImmutableVersionError
@@ -91,6 +92,7 @@ def create_api() -> FastAPI:
     api.include_router(actions_router)
     api.include_router(sso_router)
     api.include_router(tasks_router)
+    api.include_router(task_links_router)
     api.include_router(notifications_router)
     api.include_router(monitor_router)
     api.include_router(triggers_router)

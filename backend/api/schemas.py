@@ -63,6 +63,12 @@ class WorkflowPatch(StrictCamelModel):
     mcp_tool: bool | None = None
 
 
+class MailDecisions(StrictCamelModel):
+    """Whether the workflow's approvals may be decided from the mail's link without signing in."""
+
+    one_click: bool
+
+
 class DraftPut(StrictCamelModel):
     """PUT …/draft. `baseVersionId` and `baseLockVersion` (both or neither) name the version the
     editor opened (WorkflowDetail.editedVersionId / editedLockVersion): 409 when it changed since."""
@@ -114,6 +120,7 @@ class WorkflowOut(CamelModel):
     draft_version: int | None = None
     published_version: int | None = None
     mcp_tool: bool = False
+    mail_one_click: bool = False
 
 
 class WorkflowDetail(WorkflowOut):
@@ -343,6 +350,7 @@ class TaskOut(CamelModel):
     due_at: datetime | None = None
     on_timeout: str | None = None
     completed_by: str | None = None
+    decided_via: str | None = None
     sys_created_at: datetime
     finished_at: datetime | None = None
 

@@ -350,7 +350,7 @@ def _answer(task: HumanTask, data: Any) -> tuple[Any, tuple[str, ...]]:
     return check_form(task.fields, data), (DEFAULT_HANDLE,)
 
 
-def complete_task(access: AccessContext, task: HumanTask, data: Any) -> WorkflowRun:
+def complete_task(access: AccessContext, task: HumanTask, data: Any, via: str = "app") -> WorkflowRun:
     """Record the answer and resume the run at the task's node; returns the run after it ran on
     (on a run thread, waited for as a started run is: backend/engine/worker.py).
 
@@ -372,7 +372,7 @@ def complete_task(access: AccessContext, task: HumanTask, data: Any) -> Workflow
             raise Conflict(finished_message(session, task))
         raise Conflict(f"run {run.id} is not waiting for task {task.id}")
     try:
-        task_lifecycle.complete(session, task, output, access.user.id)
+        task_lifecycle.complete(session, task, output, access.user.id, via)
     except ConcurrentTransition:
         raise _not_pending(session, task) from None
     if run.status == run_lifecycle.PAUSED:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, update
 from sqlmodel import Session, select
 
 from backend.config import get_settings
@@ -165,11 +165,44 @@ def _expire_task(task_id: str) -> int:
         return 1
 
 
+def _remind_now(task: HumanTask, moment: datetime, lead: timedelta) -> bool:
+    """Whether `task` expires within `lead` of `moment` and lived longer than `lead` in all."""
+    due = _aware(task.due_at)
+    return moment < due <= moment + lead and due - lead > _aware(task.sys_created_at)
+
+
+def remind_expiring_tasks(now: datetime | None = None) -> int:
+    """Remind once the people who may complete a pending task that expires within
+    POWERON_TASK_REMINDER_MINUTES (in the app, by mail: backend/notifications/service.py). A task
+    whose whole life is shorter than that lead is not reminded. Returns how many tasks."""
+    from backend.notifications.service import notify_task_expiring
+
+    lead = timedelta(minutes=get_settings().task_reminder_minutes)
+    if not lead:
+        return 0
+    moment = _aware(now or utcnow())
+    with session_scope() as session:
+        query = select(HumanTask).where(HumanTask.status == task_lifecycle.PENDING, HumanTask.due_at.is_not(None),
+                                        HumanTask.reminded_at.is_(None))
+        due = [task.id for task in session.exec(query).all() if _remind_now(task, moment, lead)]
+    reminded = 0
+    for task_id in due:
+        with session_scope() as session:
+            claimed = session.execute(update(HumanTask).where(HumanTask.id == task_id, HumanTask.reminded_at.is_(None),
+                                                              HumanTask.status == task_lifecycle.PENDING)
+                                      .values(reminded_at=moment).execution_options(synchronize_session=False))
+            if claimed.rowcount == 1:  # another process reminded it, or it was answered meanwhile
+                notify_task_expiring(session, session.get(HumanTask, task_id))
+                reminded += 1
+    return reminded
+
+
 def run_due_work(now: datetime | None = None) -> dict[str, int]:
-    """Everything due now: flow.wait timers, task timeouts and the mailbox poll (for the scheduler)."""
+    """Everything due now: flow.wait timers, task reminders and timeouts and the mailbox poll (for the scheduler)."""
     from backend.engine.mailbox import poll_mailboxes
 
-    return {"woken": wake_due_runs(now), "expired": expire_due_tasks(now), "mails": poll_mailboxes(now)}
+    return {"woken": wake_due_runs(now), "reminded": remind_expiring_tasks(now), "expired": expire_due_tasks(now),
+            "mails": poll_mailboxes(now)}
 
 
 # --- the ticker ---------------------------------------------------------------------------------

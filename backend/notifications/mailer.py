@@ -128,7 +128,9 @@ def sender() -> str:
     return "poweron@localhost"
 
 
-def build_message(to: str, subject: str, body: str, from_addr: str | None = None) -> EmailMessage:
+def build_message(to: str, subject: str, body: str, from_addr: str | None = None,
+                  html: str | None = None) -> EmailMessage:
+    """A mail of plain `body` (and, with `html`, that as the alternative a mail client shows)."""
     message = EmailMessage()
     message["From"] = from_addr or sender()
     message["To"] = to
@@ -136,6 +138,8 @@ def build_message(to: str, subject: str, body: str, from_addr: str | None = None
     message["Date"] = formatdate(localtime=False, usegmt=True)
     message["Message-ID"] = make_msgid(domain="poweron")
     message.set_content(body)
+    if html is not None:
+        message.add_alternative(html, subtype="html")
     return message
 
 
@@ -173,7 +177,7 @@ def _deliver(target: SmtpTarget, message: EmailMessage) -> bool:
     return True
 
 
-def send_in_background(to: str, subject: str, body: str) -> Future | None:
+def send_in_background(to: str, subject: str, body: str, html: str | None = None) -> Future | None:
     """Queue a mail for the mail thread; None (nothing sent) when SMTP is not configured.
 
     The future's result is whether the server accepted it; failures are logged, not raised.
@@ -182,7 +186,7 @@ def send_in_background(to: str, subject: str, body: str) -> Future | None:
     target = configured_target()
     if target is None:
         return None
-    message = build_message(to, subject, body)
+    message = build_message(to, subject, body, html=html)
     with _lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="poweron-mail")

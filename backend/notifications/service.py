@@ -30,7 +30,7 @@ from backend.db.models import (
 )
 from backend.engine.steps import split_error
 from backend.errors import FieldError, InvalidInput, NotFound
-from backend.notifications.preferences import RUN_FAILED, TASK_ASSIGNED
+from backend.notifications.preferences import APP, RUN_FAILED, TASK_ASSIGNED, TASK_EXPIRING, wants
 from backend.rbac.access import AccessContext
 from backend.rbac.door import Door, guarded
 from backend.statemachines import workflow_run as run_lifecycle
@@ -132,21 +132,38 @@ def task_recipients(session: Session, task: HumanTask) -> list[User]:
     return found
 
 
-def notify_task_created(session: Session, task: HumanTask) -> list[Notification]:
-    """One notification per person who may complete the new `task` (added to the session, so it is
-    written with the task, or not at all)."""
-    what = "Approval" if task.kind == "approval" else "Task"
+def _notify_task(session: Session, task: HumanTask, event: str, title: str) -> list[Notification]:
+    """Tell everyone who may complete `task` of `event`: in the app and by mail, as each chose
+    (rows added to the session, so they are written with the task or not at all; mails leave
+    after the commit)."""
+    from backend.notifications import task_mail  # it imports the engine, which imports this module
+
+    recipients = task_recipients(session, task)
     notifications = []
-    for user in task_recipients(session, task):
+    for user in recipients:
+        if not wants(session, user.id, event, APP):
+            continue
         notification = Notification(
-            user_id=user.id, mandate_id=task.mandate_id, kind=TASK_ASSIGNED,
-            title=_clip(f"{what} waiting for you: {task.title or 'untitled'}", TITLE_MAX),
+            user_id=user.id, mandate_id=task.mandate_id, kind=event, title=_clip(title, TITLE_MAX),
             message=_clip(f"{task.message or ''}\nOpen the Inbox to answer it.".strip(), MESSAGE_MAX),
-            run_id=task.run_id,
+            run_id=task.run_id, task_id=task.id,
         )
         session.add(notification)
         notifications.append(notification)
+    task_mail.mail_recipients(session, task, recipients, event, reminder=event == TASK_EXPIRING)
     return notifications
+
+
+def notify_task_created(session: Session, task: HumanTask) -> list[Notification]:
+    """The new `task` is told to each person who may complete it (in the app, by mail)."""
+    what = "Approval" if task.kind == "approval" else "Task"
+    return _notify_task(session, task, TASK_ASSIGNED, f"{what} waiting for you: {task.title or 'untitled'}")
+
+
+def notify_task_expiring(session: Session, task: HumanTask) -> list[Notification]:
+    """The reminder that `task` expires soon, to each person who may complete it."""
+    due = f" (due {task.due_at:%Y-%m-%d %H:%M} UTC)" if task.due_at else ""
+    return _notify_task(session, task, TASK_EXPIRING, f"Expires soon: {task.title or 'untitled'}{due}")
 
 
 def list_notifications(session: Session, user: User, unread: bool = False, limit: int = 50) -> list[Notification]:

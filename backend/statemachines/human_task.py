@@ -26,10 +26,10 @@ MACHINE = StateMachine(
 )
 
 
-def complete(session: Session, task: HumanTask, data: Any, user_id: str | None) -> HumanTask:
-    """Record a person's answer."""
+def complete(session: Session, task: HumanTask, data: Any, user_id: str | None, via: str = "app") -> HumanTask:
+    """Record a person's answer and how it came ("app": the Inbox or REST; "mail": a mail's link)."""
     return MACHINE.apply(
-        session, task, "complete", data=data, completed_by=user_id, finished_at=utcnow()
+        session, task, "complete", data=data, completed_by=user_id, finished_at=utcnow(), decided_via=via
     )
 
 

@@ -160,6 +160,18 @@ def update_workflow(
     return workflow
 
 
+def allow_mail_decisions(session: Session, user: User, workflow: Workflow, one_click: bool) -> Workflow:
+    """Allow (or stop) deciding the workflow's approvals from a mail's link without signing in."""
+    if bool(one_click) != workflow.mail_one_click:
+        workflow.mail_one_click = bool(one_click)
+        _audit(workflow, user, "mailOneClickAllowed" if one_click else "mailOneClickStopped")
+        workflow.sys_modified_at = utcnow()
+        workflow.lock_version += 1
+        session.add(workflow)
+        session.flush()
+    return workflow
+
+
 def delete_workflow(session: Session, workflow: Workflow) -> None:
     """Delete a workflow with its versions, runs (and their graph snapshots), step logs and tasks."""
     run_ids = select(WorkflowRun.id).where(WorkflowRun.workflow_id == workflow.id)

@@ -98,7 +98,7 @@ def test_a_matching_mail_resumes_the_run_once_with_its_attachment_as_a_file(api,
 
     mailbox.imap.deliver(mail("Your INVOICE 42", body="Please pay within 30 days.",
                               attachments=[("invoice-42.pdf", "application/pdf", PDF)]))
-    assert run_due_work() == {"woken": 0, "expired": 0, "mails": 1}
+    assert run_due_work() == {"woken": 0, "reminded": 0, "expired": 0, "mails": 1}
     final = get_run(api, run["id"])
     assert final["status"] == "completed", final
     output = steps_of(final)["mail"]["output"]

@@ -41,6 +41,7 @@ from backend.features.graphical_editor.main import (
 from backend.rbac.access import AccessContext, allows
 from backend.rbac.door import Door, Permission, guarded
 from backend.rbac.rights import DATA, RESOURCE, UI
+from backend.rbac.templates import ADMIN_UI
 from backend.statemachines import workflow_run as run_lifecycle
 from backend.triggers import secrets as webhook_secrets
 from backend.workflows import run_history as history
@@ -289,6 +290,14 @@ class GraphicalEditorInterface(Door):
         self._require_row("update", workflow, "workflows")
         return service.update_workflow(self.session, self.user, workflow, self.instance, name, description, active,
                                        test_input, mcp_tool)
+
+    @guarded(UI, ADMIN_UI)
+    @guarded(DATA, WORKFLOW_DATA, "update")
+    def allow_mail_decisions(self, workflow: Workflow, one_click: bool) -> Workflow:
+        """Allow (or stop) deciding this workflow's approvals from the mail's link without signing in
+        (backend/engine/task_links.py): a mandate admin's choice, recorded in the workflow's log."""
+        self._require_row("update", workflow, "workflows")
+        return service.allow_mail_decisions(self.session, self.user, workflow, one_click)
 
     @guarded(DATA, WORKFLOW_DATA, "delete")
     def delete_workflow(self, workflow: Workflow) -> None:

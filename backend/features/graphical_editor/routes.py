@@ -16,6 +16,7 @@ from backend.api.permissions import declared_by
 from backend.api.schemas import (
     DraftPut,
     FieldErrorOut,
+    MailDecisions,
     RestoreRequest,
     RunHistoryItem,
     RunHistoryPage,
@@ -109,6 +110,15 @@ def patch_workflow(workflow_id: WorkflowId, body: WorkflowPatch, iface: Iface) -
     workflow = iface.get_workflow(workflow_id)
     test_input = body.test_input if "test_input" in body.model_fields_set else service.UNCHANGED
     iface.update_workflow(workflow, body.name, body.description, body.active, test_input, body.mcp_tool)
+    return workflow_detail(iface.workflow_view(workflow))
+
+
+@router.put("/workflows/{workflowId}/mail-decisions", response_model=WorkflowDetail,
+            **declared_by(Door.allow_mail_decisions))
+def put_mail_decisions(workflow_id: WorkflowId, body: MailDecisions, iface: Iface) -> WorkflowDetail:
+    """Allow one-click decisions from the task mails of this workflow (mandate admins only)."""
+    workflow = iface.get_workflow(workflow_id)
+    iface.allow_mail_decisions(workflow, body.one_click)
     return workflow_detail(iface.workflow_view(workflow))
 
 
