@@ -18,6 +18,7 @@ from poweron_app.pages.login import login_page
 from poweron_app.pages.monitor import monitor_page
 from poweron_app.pages.notifications import notifications_page
 from poweron_app.pages.sso import sso_page
+from poweron_app.pages.task_link import task_link_page
 from poweron_app.pages.tokens import tokens_page
 from poweron_app.pages.trustee import trustee_page
 from poweron_app.pages.workflows import workflows_page
@@ -34,6 +35,7 @@ from state.inbox import InboxState
 from state.monitor import MonitorState
 from state.notifications import NotificationsState
 from state.sso import SsoState
+from state.task_link import TaskLinkState
 from state.tokens import TokensState
 from state.trustee import TrusteeState
 from state.workflows import WorkflowsState
@@ -63,6 +65,7 @@ app.register_lifespan_task(_serve_mcp)
 
 # Dynamic route first, so that no fixed route is taken for it. Public: no sign-in, no shell.
 app.add_page(form_page, route="/forms/[workflow_id]", title="Form · PowerOn", on_load=FormPageState.load)
+app.add_page(task_link_page, route="/act/[link_token]", title="Task · PowerOn", on_load=TaskLinkState.load)
 app.add_page(editor_page, route="/editor/[workflow_id]", title="Editor · PowerOn", on_load=EditorState.load)
 app.add_page(rx.center(rx.spinner()), route="/editor", title="Editor · PowerOn", on_load=EditorState.open_recent)
 app.add_page(rx.center(rx.spinner()), route="/", title="PowerOn", on_load=AuthState.route_home)

@@ -101,12 +101,19 @@ class AuthState(rx.State):
         with session_scope() as session:
             return auth.user_for_token(session, self.token) is not None
 
+    def _after_login(self) -> str:
+        """Where a sign-in leads: the page that sent the visitor here (``/login?next=/act/…``, a
+        path of this app only), else the workflows."""
+        target = (self.router.url.query_parameters.get("next") or "").strip()
+        safe = target.startswith("/") and not target.startswith("//") and "\\" not in target
+        return target if safe and not target.startswith("/login") else "/workflows"
+
     @rx.event
     @requires("public")
     def redirect_signed_in(self):
-        """on_load of /login: go straight to the app when the token is still valid."""
+        """on_load of /login: go straight on (to `next` or the app) when the token is still valid."""
         if self._signed_in():
-            return rx.redirect("/workflows")
+            return rx.redirect(self._after_login())
         return None
 
     @rx.event
@@ -134,7 +141,7 @@ class AuthState(rx.State):
             self.login_error = str(exc)
             return
         self.token = issued.token
-        return rx.redirect("/workflows")
+        return rx.redirect(self._after_login())
 
     @rx.event
     @requires("authenticated")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import update
@@ -236,7 +236,9 @@ class TaskLinks:
         else:
             tasks.complete_task(access, found.task, data, via="mail")
         self.session.refresh(found.task)
-        return found.view(self.viewer)
+        view = found.view(self.viewer)
+        goes_on = " The workflow goes on." if found.task.run_id else " The agent goes on."
+        return replace(view, reason=f"Done: {view.outcome} by {_name(actor)}.{goes_on}")
 
     def _use(self, link: TaskLink) -> None:
         """Mark the link used (a guarded UPDATE: of two clicks at once, one gets through)."""

@@ -127,7 +127,8 @@ def _connector_env(clickup: ClickUpServer, jira: JiraServer) -> dict[str, str]:
 
 
 def _app_env(ui_url: str, api_url: str, data: Path, no_reload: Path, provider: Provider,
-             ai: ScriptedAiServer, graph: MsGraph, clickup: ClickUpServer, jira: JiraServer) -> dict[str, str]:
+             ai: ScriptedAiServer, graph: MsGraph, clickup: ClickUpServer, jira: JiraServer,
+             smtp: SmtpServer) -> dict[str, str]:
     prefixes = ("POWERON_MSFT_", "POWERON_CLICKUP_", "POWERON_JIRA_", "POWERON_ATLASSIAN_")
     environment = {k: v for k, v in os.environ.items()
                    if k != "POWERON_AI_PROVIDERS" and not k.startswith(prefixes)}
@@ -153,6 +154,9 @@ def _app_env(ui_url: str, api_url: str, data: Path, no_reload: Path, provider: P
         "OPENAI_API_KEY": ai.api_key,
         "POWERON_AI_MODEL": "test-model",
         "POWERON_AI_TIMEOUT_SECONDS": "30",  # a stopped run's hung model call ends within the suite
+        # Task and failure mails go to the suite's SMTP server (running_app.smtp.received).
+        "POWERON_SMTP_URL": f"smtp://{smtp.username}:{smtp.password}@{smtp.host}:{smtp.port}",
+        "POWERON_SMTP_FROM": "PowerOn <poweron@example.com>",
         # Editing tests or app code while the suite runs must not restart the app's backend
         # mid-test (that loses its state): it watches an empty folder only, like `make run`.
         "REFLEX_HOT_RELOAD_OVERRIDE_PATHS": str(no_reload),
@@ -184,7 +188,8 @@ def running_app(tmp_path_factory) -> Iterator[RunningApp]:
             process = subprocess.Popen(
                 [str(PROJECT_ROOT / ".venv" / "bin" / "reflex"), "run",
                  "--frontend-port", str(ui_port), "--backend-port", str(api_port)],
-                cwd=PROJECT_ROOT, env=_app_env(ui_url, api_url, data, no_reload, provider, ai, graph, clickup, jira),
+                cwd=PROJECT_ROOT,
+                env=_app_env(ui_url, api_url, data, no_reload, provider, ai, graph, clickup, jira, smtp),
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )
         app = RunningApp(ui_url, api_url, log, provider, ai, imap, smtp, graph, clickup, jira)

@@ -150,6 +150,7 @@ def test_the_assignees_get_a_mail_whose_approve_link_completes_the_run_once(api,
                               headers=bearer(anna))
     assert decided.status_code == 200, decided.text
     assert decided.json()["state"] == "finished" and decided.json()["outcome"] == "approved"
+    assert decided.json()["reason"] == "Done: approved by Anna. The workflow goes on."
     assert decided.json()["decidedBy"] == "Anna" and decided.json()["decidedVia"] == "mail"
     assert run_status(api, run_id) == "completed"
     task = next(t for t in api.client.get("/api/tasks", params={"status": "completed"}, headers=bearer(anna)).json()
