@@ -266,3 +266,36 @@ def test_cancelling_a_waiting_run_withdraws_its_request(api, ai_server, mailbox)
     assert history[task["id"]]["data"]["cancelReason"] == "the agent run was cancelled"
     status, body = approval_stream(api, run_id, approved=True)
     assert status == 409 and "cancelled" in body[0][1]["detail"] and smtp.received == []
+
+
+@SQLITE
+def test_an_agents_approval_is_mailed_and_decided_from_the_mail_after_sign_in(api, ai_server, mailbox, monkeypatch):
+    from sqlmodel import select
+
+    from backend.config import reset_settings_cache
+    from backend.db import session_scope
+    from backend.db.models import User
+    from backend.notifications import mailer
+    from tests.integration.test_task_mail import links
+
+    _connection_id, smtp = mailbox
+    monkeypatch.setenv("POWERON_SMTP_URL", f"smtp://{smtp.username}:{smtp.password}@127.0.0.1:{smtp.port}")
+    reset_settings_cache()
+    with session_scope() as session:
+        session.exec(select(User).where(User.username == "admin")).one().email = "admin@example.com"
+    run_id, task, _events = paused_run(api, ai_server, mailbox)
+    assert mailer.wait_idle(30)
+    told = [m for m in smtp.received if m["To"] == "admin@example.com"]
+    assert [m["Subject"] for m in told] == ["PowerOn: Approval waiting for you: Approve: Send e-mail"]
+    token = links(told[0])["approve"]
+    # An agent's approval is never decided without signing in, even where one-click would be allowed.
+    shown = api.client.get(f"/api/task-links/{token}").json()
+    assert shown["state"] == "signIn" and shown["context"] == "An AI agent asks for approval in Workspace"
+    decided = api.client.post(f"/api/task-links/{token}/decision", json={"approved": True}, headers=api.auth)
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["reason"] == "Done: approved by System administrator. The agent goes on."
+    run = wait_for_status(api, run_id, "completed")
+    assert run["answer"] == "Sent."
+    assert [m["Subject"] for m in smtp.received if m["To"] == "anna@example.com"] == ["Report"]
+    done = [t for t in api.client.get("/api/tasks?status=completed", headers=api.auth).json() if t["id"] == task["id"]]
+    assert done[0]["decidedVia"] == "mail"
