@@ -53,6 +53,8 @@ def test_every_route_but_health_and_login_needs_a_bearer_token(api):
     public = {"/api/health", "/api/auth/login", "/api/auth/oidc", "/api/auth/oidc/login",
               "/api/auth/oidc/callback", "/api/auth/oidc/exchange", "/api/connections/oauth/{type}/callback"}
     public |= {"/api/chatbot/embed/{token}/messages"}  # a Chatbot's embed: its link token, wrong ones 404
+    # A task mail's link: the token is the credential (a bearer, when sent, says who decides).
+    public |= {"/api/task-links/{token}", "/api/task-links/{token}/decision"}
     # DESIGN §6: webhooks authenticate by their signature; a workflow's public form by being public.
     public_prefixes = ("/api/hooks/", "/api/forms/")
     checked = 0

@@ -80,6 +80,11 @@ PUBLIC_ROUTES_WITH_IDS: dict[tuple[str, str], str] = {
         "Chatbot embed: no signed-in caller; the token is a random secret made when an instance's manager enabled "
         "the embed (only its hash is kept), wrong, rotated or revoked tokens answer 404 alike, the run acts as that "
         "manager in that one instance with the chatbot toolbox only (tests/integration/test_chatbot_embed.py)"),
+    **{key: ("task mail link: the token is a random secret mailed to one recipient of one task (only its hash is "
+             "kept); unknown or altered tokens show 'not valid' alike and name nothing; deciding takes a signed-in "
+             "user who may complete that task, or the recipient where a mandate admin allowed one-click for the "
+             "workflow (tests/integration/test_task_mail.py)")
+       for key in (("GET", "/api/task-links/{token}"), ("POST", "/api/task-links/{token}/decision"))},
 }
 # Routes that answer A's viewer with something else than 403 for a reason; none so far.
 VIEWER_EXCEPTIONS: dict[tuple[str, str], str] = {}
