@@ -51,7 +51,7 @@ ENABLE_PUSH_JS = """
   } catch (error) {
     return {status: "error", message: String((error && error.message) || error)};
   }
-})(%s)
+})(__KEY__)
 """
 
 PUSH_MESSAGES = {
@@ -140,7 +140,8 @@ class NotificationSettingsState(PageMixin, AuthState):
             self.push_status, self.push_message = "error", f"Push is not available on this server: {exc}"
             return None
         self.push_busy = True
-        return rx.call_script(ENABLE_PUSH_JS % json.dumps(key), callback=NotificationSettingsState.push_result)
+        return rx.call_script(ENABLE_PUSH_JS.replace("__KEY__", json.dumps(key)),
+                              callback=NotificationSettingsState.push_result)
 
     @rx.event
     @requires_door(PushSubscriptions.subscribe)
