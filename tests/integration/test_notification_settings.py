@@ -9,6 +9,7 @@ when "e-mail" is off (against a real SMTP server on 127.0.0.1).
 from __future__ import annotations
 
 import uuid
+from contextlib import contextmanager
 
 import pytest
 from sqlmodel import select
@@ -139,3 +140,83 @@ def test_a_failed_run_follows_the_owners_app_and_mail_choices(api, monkeypatch):
     assert told == [(no_mail_id, mona_run)]  # Nils switched the app off, Mona only the mail
     assert [recipients for _from, recipients in smtp.envelopes] == [["nils@example.com"]]
     assert "failed" in smtp.received[0]["Subject"]
+
+
+# --- the panel's state (state/notification_settings.py), on a plain object ----------------------
+
+
+class FakePanel:
+    """NotificationSettingsState's vars with its methods and handlers, on a plain object."""
+
+    def __init__(self, username: str):
+        from state.notification_settings import NotificationSettingsState
+
+        self.state_class = NotificationSettingsState
+        self.username = username
+        self.rows, self.devices = [], []
+        self.error = self.notice = self.push_status = self.push_message = ""
+        self.loaded = self.push_busy = False
+
+    @contextmanager
+    def _user_session(self):
+        with session_scope() as session:
+            yield session, session.exec(select(User).where(User.username == self.username)).one()
+
+    def _signed_out(self):
+        raise AssertionError("signed out")
+
+    def __getattr__(self, name: str):
+        from state.page import PageMixin
+
+        if name in ("_reload", "_attempt"):
+            return PageMixin.__dict__[name].__get__(self)
+        handler = self.state_class.event_handlers.get(name)
+        if handler is not None:
+            return handler.fn.__get__(self)
+        member = self.state_class.__dict__.get(name)
+        if member is not None:
+            return member.__get__(self)
+        raise AttributeError(name)
+
+
+def _browser_subscription(endpoint: str) -> dict:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from backend.notifications.push import b64url
+
+    point = ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+        serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    return {"endpoint": endpoint, "expirationTime": None,
+            "keys": {"p256dh": b64url(point), "auth": b64url(uuid.uuid4().bytes)}}
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_the_panel_saves_choices_and_keeps_the_browsers_subscription(api):
+    make_user("pia")
+    panel = FakePanel("pia")
+    panel.load()
+    assert [(r["label"], r["app"], r["mail"], r["push"]) for r in panel.rows] == [
+        ("Task assigned", True, True, True), ("Task expiring", True, True, True), ("Run failed", True, True, True)]
+
+    panel.toggle("task.assigned", "push", False)
+    assert panel.notice == "Saved: Task assigned · Push off." and panel.rows[0]["push"] is False
+    panel.toggle("task.nothing", "push", False)
+    assert "unknown event 'task.nothing'" in panel.error
+
+    # What the browser answers after subscribing (the page's script hands it over).
+    panel.push_result({"status": "subscribed", "userAgent": "Mozilla/5.0 (Linux; Android 14) Chrome/131.0 Mobile",
+                       "subscription": _browser_subscription("https://fcm.googleapis.com/fcm/send/abc")})
+    assert panel.push_status == "subscribed" and "Push is on for this browser" in panel.push_message
+    assert [d["label"] for d in panel.devices] == ["Chrome on Android"]
+
+    # A browser that could not subscribe, and a subscription the server refuses, are explained.
+    panel.push_result({"status": "denied"})
+    assert panel.push_status == "denied" and "blocked for this site" in panel.push_message
+    panel.push_result({"status": "error", "message": "Registration failed - push service error"})
+    assert "could not subscribe" in panel.push_message and "push service error" in panel.push_message
+    panel.push_result({"status": "subscribed", "subscription": _browser_subscription("http://evil.example/x")})
+    assert panel.push_status == "error" and "must be an https:// URL" in panel.push_message
+
+    panel.remove_device(panel.devices[0]["id"])
+    assert panel.devices == [] and "no more push notifications" in panel.notice
