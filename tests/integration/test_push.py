@@ -231,7 +231,6 @@ def test_a_subscription_without_keys_is_refused(api, push_service):
     assert "keys" in json.dumps(response.json())
 
 
-@SQLITE
 def test_the_key_is_generated_once_even_by_two_processes_at_once(app_config):
     barrier = threading.Barrier(2)
     keys: list[str] = []
