@@ -1,6 +1,7 @@
 /* PowerOn's service worker (issue 23): shows the Web Push notifications the server sends and opens
  * the page a notification points at when it is clicked. Served at the root (/sw.js) so that its
- * scope is the whole app. A push carries JSON: {title, body, url, icon, tag} (backend/notifications/push.py). */
+ * scope is the whole app. A push carries JSON: {title, body, url, icon, event} (backend/notifications/push.py);
+ * every push is a notification of its own (no tag: two new tasks are two notifications). */
 
 self.addEventListener("install", () => self.skipWaiting());
 self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
@@ -18,9 +19,7 @@ self.addEventListener("push", (event) => {
       body: message.body || "",
       icon: message.icon || "/icons/icon-192.png",
       badge: "/icons/icon-maskable-192.png",
-      tag: message.tag || undefined,
-      renotify: Boolean(message.tag),
-      data: { url: message.url || "/" },
+      data: { url: message.url || "/", event: message.event || "" },
     }),
   );
 });

@@ -11,7 +11,7 @@
 - **Sending.** :func:`notify_in_background` hands a push to one background thread (a slow push
   service delays pushes, never a request or a run step). For each user who did not switch the
   event's push channel off (backend/notifications/preferences.py), every subscription gets the
-  payload ``{title, body, url, icon, tag}`` encrypted (aes128gcm) and signed (VAPID) by
+  payload ``{title, body, url, icon, event}`` encrypted (aes128gcm) and signed (VAPID) by
   pywebpush. A push service answering 404 or 410 has forgotten the subscription: it is
   deleted. Any other failure is kept in ``last_error`` (never the keys, never in the log).
 
@@ -267,7 +267,7 @@ def _clip(text: str, limit: int, one_line: bool = False) -> str:
 def payload_of(title: str, body: str, url: str, event: str | None) -> str:
     """The JSON the service worker receives (kept well below the 4 KB a push may carry)."""
     return json.dumps({"title": _clip(title, TITLE_MAX, one_line=True), "body": _clip(body, BODY_MAX),
-                       "url": (url or "/")[:URL_MAX], "icon": ICON, "tag": event or "poweron"})
+                       "url": (url or "/")[:URL_MAX], "icon": ICON, "event": event or ""})
 
 
 def _targets(session: Session, user_ids: Iterable[str], event: str | None) -> list[PushSubscription]:

@@ -152,7 +152,7 @@ def test_gone_subscriptions_are_deleted_and_other_failures_kept(api, push_servic
     assert received.token == "tab-ok"
     assert working.read(received.body) == {"title": "Approval waiting for you: Budget 2027",
                                            "body": "Anna asks you to approve the budget.", "url": "/inbox",
-                                           "icon": "/icons/icon-192.png", "tag": TASK_ASSIGNED}
+                                           "icon": "/icons/icon-192.png", "event": TASK_ASSIGNED}
     listed = {row["endpoint"]: row for row in api.client.get("/api/push/subscriptions", headers=headers).json()}
     assert set(listed) == {working.endpoint, busy.endpoint}  # the gone one was deleted
     assert listed[working.endpoint]["lastError"] is None
