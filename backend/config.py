@@ -179,6 +179,14 @@ class Settings:
             naming it.
         mcp_max_response_bytes: Most bytes read of one answer of an external MCP server
             (POWERON_MCP_MAX_RESPONSE_BYTES); reading stops there and the call says it was cut.
+        vapid_private_key: The Web Push (VAPID) private key (POWERON_VAPID_PRIVATE_KEY: base64url
+            of the raw 32-byte P-256 key, or its DER or PEM form); None: generated once per
+            installation and kept sealed in the database (backend/notifications/push.py).
+        vapid_subject: Who runs this server, told to push services in every push (POWERON_VAPID_SUBJECT,
+            ``mailto:…`` or ``https://…``); None: POWERON_UI_URL when https, else a mailto: of POWERON_SMTP_FROM.
+        push_http_hosts: Hosts a push subscription may name with plain http (POWERON_PUSH_HTTP_HOSTS,
+            comma-separated, e.g. ``127.0.0.1`` for a test push service); every other endpoint must be https.
+        push_timeout_seconds: Longest wait for one push service request (POWERON_PUSH_TIMEOUT_SECONDS).
     """
 
     db_url: str
@@ -254,6 +262,11 @@ class Settings:
     mcp_run_wait_seconds: float = 60.0
     mcp_timeout_seconds: float = 30.0
     mcp_max_response_bytes: int = 1_000_000
+    # --- Web Push (issue 23) ---
+    vapid_private_key: str | None = field(default=None, repr=False)
+    vapid_subject: str | None = None
+    push_http_hosts: tuple[str, ...] = ()
+    push_timeout_seconds: float = 10.0
 
     @property
     def shared_queue(self) -> bool:
@@ -582,6 +595,11 @@ def get_settings() -> Settings:
         mcp_run_wait_seconds=_seconds("POWERON_MCP_RUN_WAIT_SECONDS", 60.0, zero_ok=True),
         mcp_timeout_seconds=_seconds("POWERON_MCP_TIMEOUT_SECONDS", 30.0),
         mcp_max_response_bytes=_bytes("POWERON_MCP_MAX_RESPONSE_BYTES", 1_000_000),
+        # Web Push (issue 23)
+        vapid_private_key=_text("POWERON_VAPID_PRIVATE_KEY"),
+        vapid_subject=_text("POWERON_VAPID_SUBJECT"),
+        push_http_hosts=tuple(h.lower() for h in _csv(os.environ.get("POWERON_PUSH_HTTP_HOSTS"), default=())),
+        push_timeout_seconds=_seconds("POWERON_PUSH_TIMEOUT_SECONDS", 10.0),
     )
 
 

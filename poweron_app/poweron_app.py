@@ -6,6 +6,7 @@ import reflex as rx
 
 from backend.api.app import create_api
 from backend.runtime import start_background_services
+from components.pwa import pwa_head_components
 from poweron_app.pages.admin import admin_page
 from poweron_app.pages.chatbot import chatbot_page
 from poweron_app.pages.chatbot_embed import chatbot_embed_page
@@ -60,6 +61,7 @@ async def _serve_mcp():
 
 
 app = rx.App(api_transformer=api)
+app.head_components.extend(pwa_head_components())  # installable: manifest, icons (components/pwa.py)
 app.register_lifespan_task(_prepare_database)
 app.register_lifespan_task(_serve_mcp)
 

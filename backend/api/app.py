@@ -22,6 +22,7 @@ from backend.api.mcp_servers import router as mcp_servers_router
 from backend.api.monitor import router as monitor_router
 from backend.api.notifications import router as notifications_router
 from backend.api.openapi import install as document_errors
+from backend.api.push import router as push_router
 from backend.api.sso import router as sso_router
 from backend.api.task_links import router as task_links_router
 from backend.api.tasks import router as tasks_router
@@ -100,6 +101,7 @@ def create_api() -> FastAPI:
     api.include_router(connections_oauth_router)
     api.include_router(mcp_servers_router)
     api.include_router(agent_approvals_router)
+    api.include_router(push_router)
     for feature in get_features().values():
         if feature.router is not None:
             api.include_router(feature.router, prefix=f"/api/{feature.code}")

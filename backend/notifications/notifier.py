@@ -1,4 +1,4 @@
-"""The subscriber that turns ``run.failed`` events into notifications and mails.
+"""The subscriber that turns ``run.failed`` events into notifications, mails and Web Pushes.
 
 The event bus (backend/engine/events.py) is in-process: a run's events are published by the
 process whose session committed the failure (a run thread, a request, the timer or recovery
@@ -8,7 +8,9 @@ background threads start; a process that only serves the bare API (tests) starts
 
 The subscription receives ``run.failed`` only, into a queue the notifier thread empties; each
 event is handled in a session of its own (the publisher's has committed already). A failing
-event is logged and the thread goes on.
+event is logged and the thread goes on. Each channel follows the owner's notification settings
+(backend/notifications/preferences.py): the in-app row, the mail and the push (sent by the push
+thread, backend/notifications/push.py) each only when ``run.failed`` is on for it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import time
 from backend.config import get_settings
 from backend.db import session_scope
 from backend.engine import events
-from backend.notifications import mailer, service
+from backend.notifications import mailer, push, service
+from backend.notifications.preferences import RUN_FAILED
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,9 @@ def handle_run_failed(run_id: str) -> service.RunFailure | None:
     if failure.email:
         subject, body = failure_mail(failure)
         mailer.send_in_background(failure.email, subject, body)
+    notification = failure.notification
+    push.notify_in_background([notification.user_id], RUN_FAILED, notification.title, notification.message,
+                              f"/notifications?run={notification.run_id}")
     return failure
 
 

@@ -30,7 +30,7 @@ from backend.db.models import (
 )
 from backend.engine.steps import split_error
 from backend.errors import FieldError, InvalidInput, NotFound
-from backend.notifications.preferences import APP, RUN_FAILED, TASK_ASSIGNED, TASK_EXPIRING, wants
+from backend.notifications.preferences import APP, MAIL, RUN_FAILED, TASK_ASSIGNED, TASK_EXPIRING, wants
 from backend.rbac.access import AccessContext
 from backend.rbac.door import Door, guarded
 from backend.statemachines import workflow_run as run_lifecycle
@@ -84,9 +84,11 @@ def notify_run_failed(session: Session, run_id: str) -> RunFailure | None:
         message=_clip(message or "the run failed without an error message", MESSAGE_MAX),
         workflow_id=workflow.id, run_id=run.id,
     )
-    session.add(notification)
-    session.flush()
-    return RunFailure(notification, workflow.name, run.trigger, owner.email,
+    if wants(session, owner.id, RUN_FAILED, APP):  # else only the mail and the push tell them
+        session.add(notification)
+        session.flush()
+    email = owner.email if wants(session, owner.id, RUN_FAILED, MAIL) else None
+    return RunFailure(notification, workflow.name, run.trigger, email,
                       owner.display_name or owner.username)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from components.notification_settings import notification_settings_panel
 from components.shell import empty_state, page_shell
 from state.notifications import NotificationRow, NotificationsState
 
@@ -76,6 +77,7 @@ def notifications_page() -> rx.Component:
                                 "here (and by e-mail when the server has a mail connection)."),
                 ),
             ),
+            notification_settings_panel(),
             width="100%",
             spacing="4",
         ),

@@ -138,6 +138,14 @@ class Tenant:
             return session.exec(select(TrusteePosition.id).where(
                 TrusteePosition.feature_instance_id == self.instances["trustee"])).one()
 
+    @property
+    def push_subscription_id(self) -> str:
+        """The admin's browser push subscription (made in build_tenant)."""
+        from backend.db.models import PushSubscription
+
+        with session_scope() as session:
+            return session.exec(select(PushSubscription.id).where(PushSubscription.user_id == self.admin_id)).one()
+
     def instance_for(self, path: str) -> str:
         """The instance of the feature serving `path` (/api/<featureCode>/…), else the editor."""
         code = path.split("/")[2]
@@ -174,6 +182,7 @@ PATH_IDS: dict[str, Callable[[Tenant, str], str]] = {
     "profile": lambda t, path: "workspace",  # an agent profile (/api/mandates/{mandateId}/agent-approvals/{profile})
     "receiptId": lambda t, path: t.receipt_id,  # a Trustee receipt (/api/trustee/{instanceId}/receipts/{receiptId})
     "positionId": lambda t, path: t.position_id,  # its booking line (/api/trustee/{instanceId}/positions/…)
+    "subscriptionId": lambda t, path: t.push_subscription_id,  # a browser's push subscription (/api/push/…)
 }
 # Id parameters of objects every tenant shares (no tenant's data): the foreign-id walk skips them.
 SHARED_IDS: dict[str, str] = {
@@ -284,6 +293,13 @@ def build_tenant(name: str) -> Tenant:
         session.add(TrusteePosition(mandate_id=mandate.id, feature_instance_id=trustee.id, receipt_id=receipt.id,
                                     booking_date=_date(2025, 8, 1), debit_account="6640", credit_account="2000",
                                     amount=108.1, text=f"Booking of {name}", sys_created_by=admin.id))
+        # The admin's browser subscribed to Web Push (its endpoint and keys are the admin's own).
+        from backend.db.models import PushSubscription
+
+        push_endpoint = f"https://push.example.com/send/{name}-{uuid.uuid4().hex}"
+        session.add(PushSubscription(user_id=admin.id, endpoint=push_endpoint,
+                                     endpoint_hash=uuid.uuid4().hex + uuid.uuid4().hex,
+                                     p256dh="B" + "A" * 86, auth="A" * 22))
         admin_token = issue_token(session, admin).token
         viewer_token = issue_token(session, viewer).token
         session.flush()
