@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import func, or_, union, update
 from sqlmodel import Session, select
 
+from backend.db.after_commit import call_after_commit
 from backend.db.models import (
     FeatureAccess,
     FeatureAccessRole,
@@ -135,12 +136,16 @@ def task_recipients(session: Session, task: HumanTask) -> list[User]:
 
 
 def _notify_task(session: Session, task: HumanTask, event: str, title: str) -> list[Notification]:
-    """Tell everyone who may complete `task` of `event`: in the app and by mail, as each chose
-    (rows added to the session, so they are written with the task or not at all; mails leave
-    after the commit)."""
-    from backend.notifications import task_mail  # it imports the engine, which imports this module
+    """Tell everyone who may complete `task` of `event`: in the app, by mail and by Web Push, as
+    each chose (rows added to the session, so they are written with the task or not at all; mails
+    and pushes leave after the commit)."""
+    from backend.notifications import push, task_mail  # they import the engine, which imports this module
 
     recipients = task_recipients(session, task)
+    if recipients:
+        user_ids, body = [u.id for u in recipients], task.message or "Open the Inbox to answer it."
+        call_after_commit(session, lambda: push.notify_in_background(user_ids, event, _clip(title, TITLE_MAX),
+                                                                     body, "/inbox"))
     notifications = []
     for user in recipients:
         if not wants(session, user.id, event, APP):

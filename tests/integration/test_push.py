@@ -271,3 +271,30 @@ def test_users_without_a_subscribed_browser_are_pushed_nothing(app_config):
     user_id, _ = make_user("nora")
     pushed = push.notify_in_background([user_id], TASK_ASSIGNED, "t", "b", "/inbox")
     assert pushed.result(timeout=10) == push.PushReport()
+
+
+def test_a_new_approval_is_pushed_to_its_assignees_browser(api, push_service):
+    from backend.db.models import Mandate
+    from backend.tenancy import grant_instance_roles, grant_mandate_roles
+
+    user_id, headers = make_user(f"tara{uuid.uuid4().hex[:6]}")
+    with session_scope() as session:
+        instance = session.get(FeatureInstance, api.instance_id)
+        user = session.get(User, user_id)
+        grant_mandate_roles(session, user, session.get(Mandate, instance.mandate_id), [])
+        grant_instance_roles(session, user, instance, ["graphicalEditor-user"])
+    push_service.expected_key = api.client.get("/api/push/key", headers=headers).json()["publicKey"]
+    phone = Browser.at(push_service)
+    subscribe(api, headers, phone)
+    ask = {"id": "ask", "type": "input.approval",
+           "parameters": {"title": "Approve the offer", "message": "ACME, CHF 1'200", "assignee": {"user": user_id}}}
+    graph = {"nodes": [START, ask], "edges": [{"source": "start", "target": "ask"}]}
+    created = api.client.post(f"{api.base()}/workflows", json={"name": f"push-{uuid.uuid4().hex[:6]}", "graph": graph},
+                              headers=api.auth)
+    run = api.client.post(f"{api.base()}/workflows/{created.json()['id']}/runs", json={"input": {}}, headers=api.auth)
+    assert run.status_code == 201 and run.json()["status"] == "paused", run.text
+    assert push.wait_idle()
+    [received] = push_service.wait_for(1)
+    shown = phone.read(received.body)
+    assert (shown["title"], shown["body"], shown["url"]) == (
+        "Approval waiting for you: Approve the offer", "ACME, CHF 1'200", "/inbox")
