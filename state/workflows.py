@@ -26,6 +26,7 @@ class WorkflowRow(TypedDict):
     mcp_tool: bool
     published: bool
     mcp_hint: str  # what the MCP switch means for this workflow now
+    mail_one_click: bool  # its approvals may be decided from the mail without signing in
 
 
 class TemplateNeedRow(TypedDict):
@@ -53,6 +54,7 @@ class WorkflowsState(InstanceChoiceMixin, RenameMixin, PageMixin, AuthState):
     can_create: bool = False
     can_rename: bool = False
     can_delete: bool = False
+    can_allow_mail: bool = False
     new_name: str = ""
     delete_id: str = ""
     delete_name: str = ""
@@ -65,12 +67,13 @@ class WorkflowsState(InstanceChoiceMixin, RenameMixin, PageMixin, AuthState):
             chosen = self._current_instance(session, user, self.instance_id)
             self.instance_id, self.instance_label = (chosen.id, chosen.label) if chosen else ("", "")
             self.workflows = []
-            self.can_create = self.can_rename = self.can_delete = False
+            self.can_create = self.can_rename = self.can_delete = self.can_allow_mail = False
             if self.instance_id:
                 iface = get_interface(user, None, self.instance_id, session)
                 rights = iface.page_rights()
                 self.can_create, self.can_rename, self.can_delete = (rights.can_create, rights.can_rename,
                                                                      rights.can_delete)
+                self.can_allow_mail = rights.can_allow_mail
                 self.workflows = [_workflow_row(summary) for summary in iface.workflow_summaries()]
         self.loaded = True
 
@@ -204,6 +207,17 @@ class WorkflowsState(InstanceChoiceMixin, RenameMixin, PageMixin, AuthState):
                          success=success)
 
     @rx.event
+    @requires_door(Door.allow_mail_decisions)
+    def set_mail_one_click(self, workflow_id: str, allowed: bool):
+        """Allow (or stop) deciding the workflow's approvals from the task mail without signing in."""
+        row = next((w for w in self.workflows if w["id"] == workflow_id), None)
+        name = row["name"] if row else ""
+        success = (f"Approvals of '{name}' can now be decided from the mail's link without signing in."
+                   if allowed else f"Approvals of '{name}' need a sign-in again to be decided from the mail.")
+        return self._run(lambda iface: iface.allow_mail_decisions(iface.get_workflow(workflow_id), bool(allowed)),
+                         success=success)
+
+    @rx.event
     @requires("ui")
     def ask_delete(self, workflow_id: str, name: str):
         self.delete_id = workflow_id
@@ -251,4 +265,5 @@ def _workflow_row(summary: WorkflowSummary) -> WorkflowRow:
         hint = "offered as a tool at /mcp" if workflow.mcp_tool else "not offered to MCP clients"
     return WorkflowRow(id=workflow.id, name=workflow.name, description=workflow.description,
                        status=_status_text(summary), modified=workflow.sys_modified_at.strftime("%Y-%m-%d %H:%M UTC"),
-                       mcp_tool=workflow.mcp_tool, published=summary.published_version is not None, mcp_hint=hint)
+                       mcp_tool=workflow.mcp_tool, published=summary.published_version is not None, mcp_hint=hint,
+                       mail_one_click=workflow.mail_one_click)

@@ -48,6 +48,17 @@ def workflow_row(row: WorkflowRow) -> rx.Component:
                 content=row["mcp_hint"],
             ),
         ),
+        rx.table.cell(
+            rx.tooltip(
+                rx.switch(checked=row["mail_one_click"], disabled=~WorkflowsState.can_allow_mail,
+                          on_change=lambda value: WorkflowsState.set_mail_one_click(row["id"], value),
+                          class_name="mail-one-click-switch",
+                          custom_attrs={"aria-label": "Decide approvals from the mail without signing in"}),
+                content=rx.cond(row["mail_one_click"],
+                                "Approvals can be decided from the mail's link without signing in",
+                                "Deciding from the mail's link needs a sign-in (mandate admins may change this)"),
+            ),
+        ),
         rx.table.cell(rx.text(row["modified"], color_scheme="gray", size="2")),
         rx.table.cell(
             rx.hstack(
@@ -180,8 +191,8 @@ def create_more() -> rx.Component:
 
 
 def workflow_table() -> rx.Component:
-    return data_table(("Name", "Versions", "MCP tool", "Last change", ""), WorkflowsState.workflows, workflow_row,
-                      "workflow-table")
+    return data_table(("Name", "Versions", "MCP tool", "Mail 1-click", "Last change", ""), WorkflowsState.workflows,
+                      workflow_row, "workflow-table")
 
 
 def no_workflows() -> rx.Component:

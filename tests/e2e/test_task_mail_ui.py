@@ -12,16 +12,17 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 from sqlmodel import Session, select
 
 from backend.auth import hash_password
 from backend.db.engine import make_engine
 from backend.db.models import FeatureInstance, Mandate, User
 from backend.tenancy import grant_instance_roles, grant_mandate_roles
-from tests.e2e.conftest import RunningApp
+from tests.e2e.conftest import ADMIN_PASSWORD, RunningApp
 from tests.e2e.test_editor_ui import api, new_workflow
 from tests.e2e.test_inbox_ui import approval_graph, at_rest, run_status
+from tests.e2e.test_workflows_ui import open_instance, sign_in
 from tests.scale_cluster import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -75,6 +76,25 @@ def body_of(mail) -> str:
     return part.get_payload(decode=True).decode(part.get_content_charset() or "utf-8")
 
 
+def paused_run(running_app: RunningApp, graph: dict, prefix: str) -> tuple[str, str]:
+    """Create, publish and run the workflow as the admin until it waits; (workflow id, run id)."""
+    headers, instance = api(running_app)
+    workflow_id, _name = new_workflow(running_app, prefix, graph)
+    base = f"{running_app.api_url}/api/graphicalEditor/{instance}"
+    assert httpx.post(f"{base}/workflows/{workflow_id}/publish", headers=headers).status_code == 200
+    started = httpx.post(f"{base}/workflows/{workflow_id}/runs", json={"input": {}}, headers=headers, timeout=60)
+    assert started.status_code == 201, started.text
+    run_id = at_rest(running_app, started.json())["id"]
+    assert run_status(running_app, run_id)["pauseReason"] == "humanTask"
+    return workflow_id, run_id
+
+
+def phone_page(browser: Browser) -> tuple[BrowserContext, Page]:
+    context = browser.new_context(**PHONE)
+    context.set_default_timeout(30_000)
+    return context, context.new_page()
+
+
 def test_the_approve_link_of_the_mail_completes_the_task_and_the_run_on_a_phone(browser: Browser,
                                                                                  running_app: RunningApp):
     username = f"mara{uuid.uuid4().hex[:6]}"
@@ -82,14 +102,7 @@ def test_the_approve_link_of_the_mail_completes_the_task_and_the_run_on_a_phone(
     title = f"Approve offer {uuid.uuid4().hex[:6]}"
     graph = approval_graph(title)
     graph["nodes"][1]["parameters"]["assignee"] = {"user": user_id}
-    headers, instance = api(running_app)
-    workflow_id, _name = new_workflow(running_app, "Mail approval", graph)
-    base = f"{running_app.api_url}/api/graphicalEditor/{instance}"
-    assert httpx.post(f"{base}/workflows/{workflow_id}/publish", headers=headers).status_code == 200
-    started = httpx.post(f"{base}/workflows/{workflow_id}/runs", json={"input": {}}, headers=headers, timeout=60)
-    assert started.status_code == 201, started.text
-    run_id = at_rest(running_app, started.json())["id"]
-    assert run_status(running_app, run_id)["pauseReason"] == "humanTask"
+    _workflow_id, run_id = paused_run(running_app, graph, "Mail approval")
 
     mail = mail_for(running_app, f"{username}@example.com", title)
     found = LINK.search(body_of(mail))
@@ -97,9 +110,7 @@ def test_the_approve_link_of_the_mail_completes_the_task_and_the_run_on_a_phone(
     approve_url, token = found.group(0), found.group(2)
     assert approve_url.startswith(running_app.ui_url), approve_url
 
-    context = browser.new_context(**PHONE)
-    context.set_default_timeout(30_000)
-    page = context.new_page()
+    context, page = phone_page(browser)
     try:
         page.goto(approve_url)
         expect(page.locator("#link-title")).to_have_text(title, timeout=90_000)  # the first visit compiles it
@@ -151,3 +162,48 @@ def test_the_approve_link_of_the_mail_completes_the_task_and_the_run_on_a_phone(
         fits(page, "6-link-altered")
     finally:
         context.close()
+
+
+def test_where_the_admin_allows_one_click_the_reject_link_decides_without_signing_in(page: Page, browser: Browser,
+                                                                                      running_app: RunningApp):
+    username = f"mara{uuid.uuid4().hex[:6]}"
+    user_id = make_assignee(running_app, username)
+    title = f"Quick check {uuid.uuid4().hex[:6]}"
+    graph = approval_graph(title)
+    graph["nodes"][1]["parameters"]["assignee"] = {"user": user_id}
+    headers, instance = api(running_app)
+    workflow_id, name = new_workflow(running_app, "One click", graph)
+
+    # The mandate admin allows one-click decisions for this workflow on the Workflows page.
+    sign_in(page, "admin", ADMIN_PASSWORD)
+    expect(page).to_have_url(re.compile(r"/workflows$"))
+    open_instance(page, "Graphical Editor")
+    switch = page.locator(".workflow-row", has_text=name).locator(".mail-one-click-switch")
+    expect(switch).to_have_attribute("aria-checked", "false")
+    switch.click()
+    expect(page.get_by_text(f"Approvals of '{name}' can now be decided from the mail's link without signing in.")
+           ).to_be_visible()
+    stored = httpx.get(f"{running_app.api_url}/api/graphicalEditor/{instance}/workflows/{workflow_id}",
+                       headers=headers).json()
+    assert stored["mailOneClick"] is True
+
+    base = f"{running_app.api_url}/api/graphicalEditor/{instance}"
+    assert httpx.post(f"{base}/workflows/{workflow_id}/publish", headers=headers).status_code == 200
+    started = httpx.post(f"{base}/workflows/{workflow_id}/runs", json={"input": {}}, headers=headers, timeout=60)
+    run_id = at_rest(running_app, started.json())["id"]
+    mail = mail_for(running_app, f"{username}@example.com", title)
+    reject_url = re.search(r"https?://\S+/act/[A-Za-z0-9_-]+\?do=reject", body_of(mail)).group(0)
+
+    context, phone = phone_page(browser)
+    try:
+        phone.goto(reject_url)
+        expect(phone.locator("#link-state")).to_have_attribute("data-state", "open", timeout=90_000)
+        expect(phone.locator("#link-reason")).to_have_text("You decide as Mara Mobile, to whom this link was sent.")
+        fits(phone, "7-link-one-click")
+        phone.locator("#link-comment").fill("Not this quarter")
+        phone.locator("#link-reject").tap()
+        expect(phone.locator("#link-reason")).to_have_text("Done: rejected by Mara Mobile. The workflow goes on.")
+        fits(phone, "8-link-rejected")
+    finally:
+        context.close()
+    assert wait_until(lambda: run_status(running_app, run_id)["status"] == "completed", 60, "the run to end")

@@ -118,6 +118,7 @@ class PageRights:
     can_create: bool
     can_rename: bool
     can_delete: bool
+    can_allow_mail: bool = False  # one-click decisions from task mails (mandate admins)
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,7 @@ class GraphicalEditorInterface(Door):
             can_create=self._holds(UI, CREATE_BUTTON) and self.may_call(type(self).create_workflow),
             can_rename=self._holds(UI, RENAME_BUTTON),
             can_delete=self._holds(UI, DELETE_BUTTON),
+            can_allow_mail=self.may_call(type(self).allow_mail_decisions),
         )
 
     @guarded(DATA, WORKFLOW_DATA, "read")
