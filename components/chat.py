@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import reflex as rx
 
+from components.shell import PHONE, TAP
 from state.chat_items import ChatItem
+
+# On a phone: Send and Stop at least `TAP` high, and a 16 px prompt (phones zoom into smaller text
+# fields when they get the focus).
+BAR_PHONE = {PHONE: {"& #chat-send, & #chat-stop": {"min_height": TAP, "flex_shrink": "0"},
+                     "& #chat-input": {"font_size": "16px"}}}
 
 
 def _attachment_chip(path, on_remove) -> rx.Component:
@@ -75,6 +81,7 @@ def chat_bar(on_submit, on_stop, streaming, disabled_reason, placeholder: str = 
         ),
         width="100%",
         spacing="1",
+        style=BAR_PHONE,
     )
 
 
@@ -98,6 +105,7 @@ def _user_message(message: ChatItem) -> rx.Component:
         class_name="user-message",
         align_self="end",
         max_width="80%",
+        style={PHONE: {"overflow_wrap": "anywhere"}},
         padding="0.6em 0.9em",
         border_radius="10px",
         background_color=rx.color("accent", 3),
@@ -111,7 +119,7 @@ _MARKDOWN_COMPONENTS = {"pre": lambda value, **props: rx.code_block(value, margi
 
 def _assistant_message(message: ChatItem) -> rx.Component:
     return rx.box(rx.markdown(message["text"], component_map=_MARKDOWN_COMPONENTS), class_name="assistant-message",
-                  width="100%")
+                  width="100%", style={PHONE: {"min_width": "0", "overflow_wrap": "anywhere"}})
 
 
 def _tool_card(message: ChatItem) -> rx.Component:
