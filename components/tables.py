@@ -12,21 +12,25 @@ from components.shell import PHONE
 
 
 def _as_cards(headers: Sequence[str]) -> dict[str, Any]:
-    """The phone style of a table: no header row, each row a card, each cell a line led by its
-    column's name (from `headers`; a column without a name gets no label)."""
+    """The phone style of a table: no header row, each row a card; its first cell is the card's
+    title, every further cell a line led by its column's name (from `headers`; a column without a
+    name gets no label)."""
     labels = {
-        f"& td:nth-of-type({index})::before": {"content": json.dumps(header), "display": "block",
-                                               "font_size": "var(--font-size-1)", "color": "var(--gray-11)"}
-        for index, header in enumerate(headers, start=1) if header
+        f"& td:nth-of-type({index})::before": {"content": json.dumps(header), "flex": "0 0 6.5em",
+                                               "color": "var(--gray-11)", "font_size": "var(--font-size-1)",
+                                               "line_height": "var(--line-height-2)"}
+        for index, header in enumerate(headers, start=1) if header and index > 1
     }
     return {PHONE: {
-        "& table, & tbody, & tr, & td": {"display": "block", "width": "100%"},
+        # Radix gives the table height 0 and each cell a fixed height (which a table treats as least ones).
+        "& table, & tbody, & tr, & td": {"display": "block", "width": "100%", "height": "auto"},
         "& thead": {"display": "none"},
         "& tr": {"border": "1px solid var(--gray-a5)", "border_radius": "var(--radius-3)", "margin_bottom": "0.6em",
-                 "padding": "0.35em 0"},
-        "& td": {"box_shadow": "none", "height": "auto", "padding": "0.3em 0.8em", "overflow_wrap": "anywhere",
-                 "text_align": "left"},
-        "& td:empty": {"display": "none"},
+                 "padding": "0.4em 0"},
+        "& td": {"box_shadow": "none", "padding": "0.2em 0.8em", "overflow_wrap": "anywhere", "text_align": "left",
+                 "display": "flex", "align_items": "baseline", "gap": "0.5em", "flex_wrap": "wrap"},
+        "& td:first-of-type": {"display": "block", "padding_bottom": "0.35em"},
+        "& td:empty, & td:has(> :only-child:empty)": {"display": "none"},
         "& a": {"min_height": "44px", "display": "inline-flex", "align_items": "center"},
         **labels,
     }}

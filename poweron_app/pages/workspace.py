@@ -26,6 +26,8 @@ PHONE_LAYOUT = {PHONE: {
     "& #udb [role=tab]": {"min_height": TAP, "flex": "1"},
     "& #chat-new": {"min_height": TAP},
     "& #conversation": {"width": "100%", "height": "calc(100dvh - 6.5em)", "min_height": "24em"},
+    "& #chat-heading": {"font_size": "var(--font-size-4)", "display": "-webkit-box", "-webkit-line-clamp": "2",
+                        "-webkit-box-orient": "vertical", "overflow": "hidden"},
 }}
 
 

@@ -78,7 +78,7 @@ def sign_in_by_tapping(page: Page) -> None:
     expect(page.locator("#login-submit")).to_be_visible(timeout=60_000)
     fits(page, "login")
     tall(page.locator("#login-submit"), "Sign in")
-    tall(page.locator("#login-username"), "the username field")
+    tall(page.locator(".rt-TextFieldRoot", has=page.locator("#login-username")), "the username field")
     page.locator("#login-username").fill("admin")
     page.locator("#login-password").fill(ADMIN_PASSWORD)
     page.locator("#login-submit").tap()
@@ -98,7 +98,10 @@ def test_a_phone_user_approves_fills_in_monitors_reads_and_chats(phone: Page, ru
     try:
         sign_in_by_tapping(page)
         # The navigation is one: its entries keep their ids, hidden in the closed menu.
-        assert page.locator("#nav-inbox").count() == 1
+        expect(page.locator("#nav-inbox")).to_have_count(1)
+        navigate(page, "inbox", "/inbox")
+        task = page.locator(f'#task-list .task-row[data-task-id="{approve_task}"]')
+        expect(task).to_contain_text(approve_title, timeout=60_000)
         page.locator("#nav-menu-button").tap()
         expect(page.locator("#nav")).to_be_visible()
         fits(page, "menu-open")
@@ -106,9 +109,6 @@ def test_a_phone_user_approves_fills_in_monitors_reads_and_chats(phone: Page, ru
         expect(page.locator("#nav")).to_be_hidden()
 
         # Inbox: the pending tasks as cards; a tapped task opens in place of the list.
-        navigate(page, "inbox", "/inbox")
-        task = page.locator(f'#task-list .task-row[data-task-id="{approve_task}"]')
-        expect(task).to_contain_text(approve_title, timeout=60_000)
         expect(page.locator("#task-list thead")).to_be_hidden()  # cards, no header row
         fits(page, "inbox")
         task.tap()
