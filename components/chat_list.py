@@ -9,8 +9,10 @@ import reflex as rx
 from components.shell import PHONE, TAP
 from state.chat_list import ChatRow
 
-# On a phone a chat's line, and its Rename and Delete buttons, are at least `TAP` high.
-ITEM_PHONE = {PHONE: {"min_height": TAP, "& button": {"min_width": TAP, "min_height": TAP}}}
+# On a phone a chat's line, and its Rename and Delete buttons, are at least `TAP` high (and the
+# title keeps its whole line height: trimmed, its letters' tops were cut off).
+ITEM_PHONE = {PHONE: {"min_height": TAP, "& button": {"min_width": TAP, "min_height": TAP},
+                      "& .chat-title::before, & .chat-title::after": {"content": "none"}}}
 
 
 def _chat_entry(state, chat: ChatRow) -> rx.Component:
