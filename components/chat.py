@@ -16,6 +16,10 @@ from state.chat_items import ChatItem
 # fields when they get the focus).
 BAR_PHONE = {PHONE: {"& #chat-send, & #chat-stop": {"min_height": TAP, "flex_shrink": "0"},
                      "& #chat-input": {"font_size": "16px"}}}
+# On a phone the buttons in the conversation (an approval's Approve / Decline, Retry) are at least
+# `TAP` high, and a tool card's summary gets room around it.
+STREAM_PHONE = {PHONE: {"& .approval-approve, & .approval-decline, & .chat-retry": {"min_height": TAP},
+                        "& summary": {"padding": "0.5em 0"}}}
 
 
 def _attachment_chip(path, on_remove) -> rx.Component:
@@ -281,6 +285,7 @@ def chat_stream(messages, streaming, empty_text: str | rx.Var = "Ask the agent a
         align="start",
         flex="1",
         overflow_y="auto",
+        style=STREAM_PHONE,
     )
 
 
