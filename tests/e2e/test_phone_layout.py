@@ -183,3 +183,33 @@ def test_a_phone_user_approves_fills_in_monitors_reads_and_chats(phone: Page, ru
     finally:
         headers, instance = api(running_app)
         httpx.post(f"{running_app.api_url}/api/graphicalEditor/{instance}/runs/{waiting_run}/cancel", headers=headers)
+
+
+def test_a_wide_screen_keeps_the_side_navigation_and_the_editor(page: Page, running_app: RunningApp):
+    """At 1280 px nothing of the phone layout shows: the navigation stands on the left without a
+    menu button, the top bar names the user beside "Log out", tables have their header row and the
+    editor shows its canvas."""
+    workflow_id, run_id, task_id = start_paused(running_app, approval_graph(f"Wide {uuid.uuid4().hex[:6]}"), "Wide")
+    try:
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.goto("/login")
+        page.locator("#login-username").fill("admin")
+        page.locator("#login-password").fill(ADMIN_PASSWORD)
+        page.locator("#login-submit").click()
+        expect(page).to_have_url(re.compile(r"/workflows$"), timeout=60_000)
+        expect(page.locator("#nav")).to_be_visible()
+        expect(page.locator("#nav-menu-button")).to_be_hidden()
+        expect(page.locator("#nav-menu-close")).to_be_hidden()
+        expect(page.locator("#current-user")).to_be_visible()
+        expect(page.locator("#logout-button")).to_have_text("Log out")
+        page.locator("#nav-inbox").click()
+        expect(page).to_have_url(re.compile(r"/inbox$"), timeout=60_000)
+        expect(page.locator(f'#task-list .task-row[data-task-id="{task_id}"]')).to_be_visible(timeout=60_000)
+        expect(page.locator("#task-list thead")).to_be_visible()
+        expect(page.locator("#nav")).to_be_visible()  # choosing an entry leaves the navigation where it is
+        page.goto(f"/editor/{workflow_id}")
+        expect(page.locator(".poweron-node").first).to_be_visible(timeout=90_000)
+        expect(page.locator("#editor-small-screen")).to_be_hidden()
+    finally:
+        headers, instance = api(running_app)
+        httpx.post(f"{running_app.api_url}/api/graphicalEditor/{instance}/runs/{run_id}/cancel", headers=headers)
