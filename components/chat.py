@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import reflex as rx
 
+from components.shell import PHONE, TAP
 from state.chat_items import ChatItem
+
+# On a phone: Send and Stop at least `TAP` high, and a 16 px prompt (phones zoom into smaller text
+# fields when they get the focus).
+BAR_PHONE = {PHONE: {"& #chat-send, & #chat-stop": {"min_height": TAP, "flex_shrink": "0"},
+                     "& #chat-input": {"font_size": "16px"}}}
+# On a phone the buttons in the conversation (an approval's Approve / Decline, Retry) are at least
+# `TAP` high, and a tool card's summary gets room around it.
+STREAM_PHONE = {PHONE: {"& .approval-approve, & .approval-decline, & .chat-retry": {"min_height": TAP},
+                        "& summary": {"padding": "0.5em 0"}}}
 
 
 def _attachment_chip(path, on_remove) -> rx.Component:
@@ -75,6 +85,7 @@ def chat_bar(on_submit, on_stop, streaming, disabled_reason, placeholder: str = 
         ),
         width="100%",
         spacing="1",
+        style=BAR_PHONE,
     )
 
 
@@ -98,6 +109,7 @@ def _user_message(message: ChatItem) -> rx.Component:
         class_name="user-message",
         align_self="end",
         max_width="80%",
+        style={PHONE: {"overflow_wrap": "anywhere"}},
         padding="0.6em 0.9em",
         border_radius="10px",
         background_color=rx.color("accent", 3),
@@ -111,7 +123,7 @@ _MARKDOWN_COMPONENTS = {"pre": lambda value, **props: rx.code_block(value, margi
 
 def _assistant_message(message: ChatItem) -> rx.Component:
     return rx.box(rx.markdown(message["text"], component_map=_MARKDOWN_COMPONENTS), class_name="assistant-message",
-                  width="100%")
+                  width="100%", style={PHONE: {"min_width": "0", "overflow_wrap": "anywhere"}})
 
 
 def _tool_card(message: ChatItem) -> rx.Component:
@@ -273,6 +285,7 @@ def chat_stream(messages, streaming, empty_text: str | rx.Var = "Ask the agent a
         align="start",
         flex="1",
         overflow_y="auto",
+        style=STREAM_PHONE,
     )
 
 

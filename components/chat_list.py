@@ -6,7 +6,13 @@ mixes state.chat_list.ChatListMixin in (and state.page.RenameMixin).
 
 import reflex as rx
 
+from components.shell import PHONE, TAP
 from state.chat_list import ChatRow
+
+# On a phone a chat's line, and its Rename and Delete buttons, are at least `TAP` high (and the
+# title keeps its whole line height: trimmed, its letters' tops were cut off).
+ITEM_PHONE = {PHONE: {"min_height": TAP, "& button": {"min_width": TAP, "min_height": TAP},
+                      "& .chat-title::before, & .chat-title::after": {"content": "none"}}}
 
 
 def _chat_entry(state, chat: ChatRow) -> rx.Component:
@@ -41,6 +47,7 @@ def _chat_entry(state, chat: ChatRow) -> rx.Component:
             padding="0.4em 0.5em", border_radius="6px",
             background_color=rx.cond(is_open, rx.color("accent", 4), "transparent"),
             class_name="chat-item",
+            style=ITEM_PHONE,
         ),
     )
 

@@ -1,5 +1,10 @@
 """The app shell: navigation on the left; on top the page's title, its mandate and feature instance
-(switchable), the bell, the signed-in user and logout."""
+(switchable), the bell, the signed-in user and logout.
+
+Below the `PHONE` width the navigation (rendered once, with the same ids) turns into a drawer that
+the top bar's menu button opens, the top bar wraps, and tap targets grow to 44 px; wider screens
+are unchanged (every phone rule sits in a `PHONE` media query).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,15 @@ from state.auth import AuthState
 from state.inbox import InboxCountState
 from state.instance_choice import ALL_INSTANCES
 from state.notifications import NotificationsState
+from state.shell import ShellState
+
+# The media query of phone-sized screens (below Reflex's "sm" breakpoint, 48em = 768 px). Styles
+# under this key apply there only, so wider screens keep their layout exactly.
+PHONE = "@media (max-width: 47.99em)"
+# The least height of what a phone user taps (buttons, navigation entries, list items).
+TAP = "44px"
+# Shown on phones only (hidden on wider screens).
+PHONE_ONLY = {"display": "none", PHONE: {"display": "flex"}}
 
 # (label, route, icon, the AuthState flag that must be true to show it; None: always shown)
 NAV_ITEMS = (
@@ -57,6 +71,7 @@ def nav_link(label: str, href: str, icon: str, active: str, compact: bool = Fals
         content,
         href=href,
         id=nav_id(label),
+        on_click=ShellState.close_menu,
         underline="none",
         color_scheme="gray",
         high_contrast=is_active,
@@ -76,11 +91,52 @@ def gated_nav_link(label: str, href: str, icon: str, flag: str | None, active: s
     return link if flag is None else rx.cond(getattr(AuthState, flag), link)
 
 
+def _drawer_style(compact: bool) -> dict[str, Any]:
+    """On a phone the navigation is a drawer over the page's left edge, shown while the menu is
+    open (`data-open`), its entries at least `TAP` high."""
+    return {PHONE: {
+        "display": "none",
+        "position": "fixed",
+        "top": "0",
+        "left": "0",
+        "bottom": "0",
+        "height": "100dvh",
+        "z_index": "60",
+        "background_color": "var(--color-panel-solid)",
+        "box_shadow": "var(--shadow-5)",
+        **({} if compact else {"width": "min(17em, 85vw)"}),
+        '&[data-open="true"]': {"display": "flex"},
+        "& a": {"min_height": TAP, "display": "flex", "align_items": "center"},
+    }}
+
+
+def _menu_close() -> rx.Component:
+    """The drawer's close button (phones only)."""
+    return rx.icon_button(rx.icon("x", size=20), on_click=ShellState.close_menu, variant="ghost", color_scheme="gray",
+                          id="nav-menu-close", title="Close the menu", aria_label="Close the menu",
+                          style={**PHONE_ONLY, PHONE: {"display": "inline-flex", "width": TAP, "height": TAP}})
+
+
+def _backdrop() -> rx.Component:
+    """Behind the open drawer on a phone: dims the page, a tap beside the drawer closes it."""
+    return rx.cond(
+        ShellState.menu_open,
+        rx.box(on_click=ShellState.close_menu, id="nav-backdrop",
+               style={"display": "none", PHONE: {"display": "block", "position": "fixed", "inset": "0",
+                                                 "z_index": "55", "background_color": "var(--black-a6)"}}),
+    )
+
+
 def sidebar(active: str, compact: bool = False) -> rx.Component:
-    """The navigation; compact (the Editor, which needs the room): icons only."""
+    """The navigation; compact (the Editor, which needs the room): icons only. On a phone: the
+    drawer of the menu button (`_drawer_style`)."""
     return rx.vstack(
-        rx.heading("P" if compact else "PowerOn", size="5", padding_x="0.75em", padding_y="0.5em",
-                   title="PowerOn"),
+        rx.hstack(
+            rx.heading("P" if compact else "PowerOn", size="5", padding_x="0.75em", padding_y="0.5em",
+                       title="PowerOn"),
+            _menu_close(),
+            justify="between", align="center", width="100%",
+        ),
         *[gated_nav_link(label, href, icon, flag, active, compact) for label, href, icon, flag in NAV_ITEMS],
         width="3.75em" if compact else "14em",
         flex_shrink="0",
@@ -91,6 +147,9 @@ def sidebar(active: str, compact: bool = False) -> rx.Component:
         padding="1em 0.25em" if compact else "1em 0.5em",
         border_right=f"1px solid {rx.color('gray', 5)}",
         spacing="1",
+        id="nav",
+        custom_attrs={"data-open": rx.cond(ShellState.menu_open, "true", "false")},
+        style=_drawer_style(compact),
     )
 
 
@@ -113,6 +172,8 @@ def notification_bell() -> rx.Component:
         color_scheme="gray",
         title="Notifications",
         padding_right="0.5em",
+        style={PHONE: {"min_width": TAP, "min_height": TAP, "display": "flex", "align_items": "center",
+                       "justify_content": "center"}},
     )
 
 
@@ -182,14 +243,48 @@ def instance_header(state: Any) -> rx.Component:
             margin_left="0.25em",
             border_left=f"1px solid {rx.color('gray', 5)}",
             aria_label=state.header_title,
+            # On a phone: a line of its own under the title.
+            style={PHONE: {"order": "10", "flex": "1 1 100%", "border_left": "none", "padding_left": "0",
+                           "margin_left": "0"}},
         ),
     )
 
 
+def menu_button() -> rx.Component:
+    """The top bar's menu button (phones only): opens the navigation drawer."""
+    return rx.icon_button(
+        rx.icon("menu", size=22), on_click=ShellState.toggle_menu, variant="soft", color_scheme="gray",
+        id="nav-menu-button", title="Menu", aria_label="Menu",
+        custom_attrs={"aria-expanded": rx.cond(ShellState.menu_open, "true", "false"), "aria-controls": "nav"},
+        style={"display": "none", PHONE: {"display": "inline-flex", "width": TAP, "height": TAP, "flex_shrink": "0"}},
+    )
+
+
+# The top bar on a phone: it stays on top while the page scrolls, wraps the instance under the
+# title, and keeps only the bell and Log out's icon beside the title.
+_TOPBAR_PHONE = {PHONE: {
+    "flex_wrap": "wrap",
+    "gap": "0.5em",
+    "position": "sticky",
+    "top": "0",
+    "z_index": "40",
+    "background_color": "var(--color-background)",
+    "padding_top": "0.5em",
+    "padding_bottom": "0.5em",
+    "& #page-title": {"font_size": "var(--font-size-5)", "flex_shrink": "1", "overflow": "hidden",
+                      "text_overflow": "ellipsis", "min_width": "0"},
+    "& #current-user": {"display": "none"},
+    "& .logout-label": {"display": "none"},
+    "& #logout-button": {"min_width": TAP, "height": TAP, "padding": "0"},
+}}
+
+
 def topbar(title: str, instance: Any = None) -> rx.Component:
     """The page's title (and, given a state with InstanceChoiceMixin, its mandate and instance),
-    then the bell, the user and Log out, which always stay whole on screen."""
+    then the bell, the user and Log out, which always stay whole on screen. On a phone the menu
+    button comes first."""
     return rx.hstack(
+        menu_button(),
         rx.heading(title, size="6", id="page-title", flex_shrink="0", white_space="nowrap"),
         *([instance_header(instance)] if instance is not None else []),
         rx.spacer(),
@@ -198,8 +293,9 @@ def topbar(title: str, instance: Any = None) -> rx.Component:
             rx.text(AuthState.display_name, id="current-user", color_scheme="gray", max_width="14em",
                     title=AuthState.display_name, **ONE_LINE),
             rx.button(
-                rx.icon("log-out", size=16), "Log out", on_click=AuthState.logout,
-                variant="soft", id="logout-button", flex_shrink="0",
+                rx.icon("log-out", size=16), rx.el.span("Log out", class_name="logout-label"),
+                on_click=AuthState.logout, variant="soft", id="logout-button", flex_shrink="0",
+                title="Log out", aria_label="Log out",
             ),
             align="center",
             spacing="3",
@@ -210,6 +306,8 @@ def topbar(title: str, instance: Any = None) -> rx.Component:
         align="center",
         padding_bottom="1em",
         border_bottom=f"1px solid {rx.color('gray', 4)}",
+        id="topbar",
+        style=_TOPBAR_PHONE,
     )
 
 
@@ -230,7 +328,9 @@ def page_shell(title: str, *children: rx.Component, instance: Any = None, compac
         {"padding": "1.5em 2em", "spacing": "4"}
     return rx.hstack(
         sidebar(title, compact),
-        rx.vstack(topbar(title, instance), *children, width="100%", min_width="0", **fill),
+        _backdrop(),
+        rx.vstack(topbar(title, instance), *children, width="100%", min_width="0", id="page-main",
+                  style={PHONE: {"padding": "0 0.75em 1em", "height": "auto", "min_height": "100dvh"}}, **fill),
         spacing="0",
         align="start",
         width="100%",

@@ -10,7 +10,7 @@ from components.editor_panels import palette_panel, trace_panel
 from components.editor_params import parameters_panel
 from components.editor_versions import readonly_banner, versions_panel
 from components.flow_canvas import flow_canvas
-from components.shell import empty_state, gated, page_shell
+from components.shell import PHONE, PHONE_ONLY, empty_state, gated, page_shell
 from state.editor import EditorState
 
 IMPORT_UPLOAD = "import-graph"
@@ -146,6 +146,16 @@ def _side_panel() -> rx.Component:
     )
 
 
+def _small_screen_notice() -> rx.Component:
+    """On a phone, instead of the canvas: the editor needs a larger screen (other pages still work)."""
+    return rx.box(
+        empty_state("monitor", "The editor needs a larger screen",
+                    "Open this workflow on a tablet or computer to edit it. On this screen the Inbox, Monitor, "
+                    "Notifications and Workspace work as usual."),
+        id="editor-small-screen", width="100%", style=PHONE_ONLY,
+    )
+
+
 def _editor() -> rx.Component:
     return rx.vstack(
         _toolbar(),
@@ -171,7 +181,8 @@ def _editor() -> rx.Component:
             # The rest of the window below the header, toolbar and messages (page_shell compact).
             width="100%", flex="1", min_height="24em", spacing="3", align="start",
         ),
-        width="100%", spacing="2", flex="1", min_height="0",
+        width="100%", spacing="2", flex="1", min_height="0", id="editor-main",
+        style={PHONE: {"display": "none"}},
     )
 
 
@@ -184,7 +195,8 @@ def editor_page() -> rx.Component:
                 EditorState.missing,
                 empty_state("search-x", "Workflow not found",
                             "This workflow does not exist or is not yours to see. Open one from the Workflows page."),
-                rx.cond(EditorState.loaded, _editor(), rx.center(rx.spinner(), padding="4em", width="100%")),
+                rx.cond(EditorState.loaded, rx.fragment(_small_screen_notice(), _editor()),
+                        rx.center(rx.spinner(), padding="4em", width="100%")),
             ),
         ),
         instance=EditorState,

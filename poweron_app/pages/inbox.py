@@ -9,12 +9,27 @@ from __future__ import annotations
 
 import reflex as rx
 
-from components.shell import empty_state, gated, page_shell
+from components.shell import PHONE, TAP, empty_state, gated, page_shell
 from components.tables import data_table
 from poweron_app.pages.forms import form_field
 from state.inbox import InboxState, TaskRow
 
 SELECTED = InboxState.selected
+
+# On a phone: the list and an open task's panel take the whole width, one at a time (the panel's
+# close button brings the list back); buttons, tabs and rows are at least `TAP` high.
+PHONE_LAYOUT = {PHONE: {
+    "flex_direction": "column",
+    '&[data-open="true"] #pending-list': {"display": "none"},
+    "& #task-panel": {"width": "100%"},
+    "& #task-panel button, & #task-panel .rt-TextFieldRoot, & #task-panel .rt-SelectTrigger": {"min_height": TAP},
+    "& #task-run-link": {"min_height": TAP, "display": "inline-flex", "align_items": "center"},
+    "& #task-close": {"width": TAP, "height": TAP},
+    "& #task-approve, & #task-reject": {"flex": "1"},
+    "& #task-submit": {"width": "100%"},
+    "& #task-panel input, & #task-panel textarea, & #task-panel select": {"font_size": "16px"},
+}}
+TABS_PHONE = {PHONE: {"& [role=tab]": {"min_height": TAP, "flex": "1"}}}
 
 
 def _task_row(row: TaskRow) -> rx.Component:
@@ -59,6 +74,7 @@ def _approval_controls() -> rx.Component:
             rx.button(rx.icon("x", size=16), "Reject", on_click=InboxState.reject, id="task-reject",
                       color_scheme="red", variant="soft"),
             spacing="2",
+            width="100%",
         ),
         width="100%",
         spacing="2",
@@ -202,12 +218,15 @@ def _content() -> rx.Component:
                 rx.tabs.trigger(rx.hstack(rx.text("Pending"), rx.badge(InboxState.pending_tasks.length(), size="1"),
                                           spacing="2", align="center"), value="pending", id="tab-pending"),
                 rx.tabs.trigger("History", value="history", id="tab-history"),
+                style=TABS_PHONE,
             ),
             rx.tabs.content(
                 rx.hstack(
-                    rx.box(_pending_list(), width="100%", overflow_x="auto"),
+                    rx.box(_pending_list(), width="100%", overflow_x="auto", id="pending-list"),
                     rx.cond(InboxState.selected_id != "", _panel()),
                     width="100%", align="start", spacing="4", padding_top="1em",
+                    custom_attrs={"data-open": rx.cond(InboxState.selected_id != "", "true", "false")},
+                    style=PHONE_LAYOUT,
                 ),
                 value="pending",
             ),

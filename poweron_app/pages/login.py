@@ -2,8 +2,18 @@
 
 import reflex as rx
 
+from components.shell import PHONE, TAP
 from state.auth import AuthState
 from state.sso import SsoState
+
+# On a phone the card takes the screen's width, its fields and buttons at least `TAP` high (and
+# 16 px text, which phones do not zoom into).
+PHONE_LAYOUT = {PHONE: {
+    "width": "calc(100vw - 2em)",
+    "& form > div": {"width": "100%"},
+    "& input": {"font_size": "16px"},
+    "& .rt-TextFieldRoot, & button, & a": {"min_height": TAP},
+}}
 
 
 def login_page() -> rx.Component:
@@ -42,6 +52,8 @@ def login_page() -> rx.Component:
                 on_submit=AuthState.login,
                 reset_on_submit=False,
             ),
+            id="login-card",
+            style=PHONE_LAYOUT,
         ),
         min_height="100vh",
     )

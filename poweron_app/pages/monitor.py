@@ -2,7 +2,7 @@
 
 import reflex as rx
 
-from components.shell import empty_state, gated, page_shell
+from components.shell import PHONE, TAP, empty_state, gated, page_shell
 from components.tables import data_table
 from state.monitor import (
     ALL,
@@ -129,6 +129,7 @@ def counters() -> rx.Component:
         spacing="3",
         wrap="wrap",
         width="100%",
+        id="monitor-counters",
     )
 
 
@@ -372,6 +373,21 @@ def messages() -> rx.Component:
     )
 
 
+# On a phone: filters and counters two to a line, a live run's parts wrap, the tables are cards
+# (components/tables.py) and what is tapped is at least `TAP` high.
+PHONE_LAYOUT = {PHONE: {
+    "& #monitor-filters": {"width": "100%"},
+    "& #monitor-filters > button": {"flex": "1 1 calc(50% - 0.75em)", "width": "auto", "min_width": "0",
+                                    "min_height": TAP},
+    "& #monitor-counters > *": {"flex": "1 1 calc(50% - 0.75em)", "min_width": "0"},
+    "& .live-run": {"flex_wrap": "wrap", "row_gap": "0.25em"},
+    "& .live-run > .rt-Text": {"min_width": "0", "overflow_wrap": "anywhere"},
+    "& .live-run a": {"min_height": TAP, "display": "inline-flex", "align_items": "center"},
+    "& #history-first, & #history-next": {"min_height": TAP},
+    "& .failure-error": {"overflow_wrap": "anywhere"},
+}}
+
+
 def dashboard() -> rx.Component:
     return rx.vstack(
         filters(),
@@ -386,6 +402,7 @@ def dashboard() -> rx.Component:
         history_card(),
         width="100%",
         spacing="4",
+        style=PHONE_LAYOUT,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from components.notification_settings import notification_settings_panel
-from components.shell import empty_state, page_shell
+from components.shell import PHONE, TAP, empty_state, page_shell
 from state.notifications import NotificationRow, NotificationsState
 
 
@@ -24,6 +24,7 @@ def notification_card(row: NotificationRow) -> rx.Component:
                 rx.text(row["created"], size="1", color_scheme="gray"),
                 spacing="1",
                 width="100%",
+                class_name="notification-body",
             ),
             rx.cond(
                 row["unread"],
@@ -33,11 +34,25 @@ def notification_card(row: NotificationRow) -> rx.Component:
             align="start",
             spacing="3",
             width="100%",
+            class_name="notification-line",
         ),
         width="100%",
         class_name="notification-row",
         custom_attrs={"data-unread": rx.cond(row["unread"], "true", "false")},
     )
+
+
+# On a phone: the header's text, switch and button wrap onto lines of their own, and a card's
+# "Mark read" goes under its text, at least `TAP` high.
+PHONE_LAYOUT = {PHONE: {
+    "& #notifications-header": {"flex_wrap": "wrap", "gap": "0.75em"},
+    "& #notifications-header > .rt-Text": {"flex": "1 1 100%"},
+    "& #mark-all-read, & .mark-read-button": {"min_height": TAP},
+    "& .notification-line": {"flex_wrap": "wrap"},
+    "& .notification-body": {"flex": "1 1 0", "min_width": "0"},
+    "& .mark-read-button": {"flex": "1 1 100%"},
+    "& .notification-message, & .notification-title": {"overflow_wrap": "anywhere"},
+}}
 
 
 def notifications_page() -> rx.Component:
@@ -59,6 +74,7 @@ def notifications_page() -> rx.Component:
                 width="100%",
                 align="center",
                 spacing="4",
+                id="notifications-header",
             ),
             rx.cond(NotificationsState.error != "",
                     rx.callout(NotificationsState.error, icon="triangle-alert", color_scheme="red",
@@ -80,5 +96,6 @@ def notifications_page() -> rx.Component:
             notification_settings_panel(),
             width="100%",
             spacing="4",
+            style=PHONE_LAYOUT,
         ),
     )

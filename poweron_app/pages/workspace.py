@@ -8,13 +8,27 @@ import reflex as rx
 
 from components import chat_list
 from components.chat import stream_and_bar
-from components.shell import empty_state, gated, page_shell
+from components.shell import PHONE, TAP, empty_state, gated, page_shell
 from poweron_app.pages.workspace_udb import udb_panel
 from state.workspace import NO_USE_AGENT, WorkspaceState
 
 EMPTY_CHAT = "Ask the agent anything; its answer streams here."
 EMPTY_CHAT_NO_PROVIDER = ("The agent needs an AI provider, and none is configured on this server (how to set one: "
                           "below). Files and chats can still be browsed.")
+
+
+# On a phone: the UDB panel (chats, files, sources) above the conversation, full width and at most
+# a third of the screen high; the conversation below fills the screen under the top bar.
+PHONE_LAYOUT = {PHONE: {
+    "flex_direction": "column",
+    "& #udb": {"width": "100%", "max_height": "32dvh", "padding_right": "0", "border_right": "none",
+               "border_bottom": "1px solid var(--gray-a5)", "padding_bottom": "0.5em"},
+    "& #udb [role=tab]": {"min_height": TAP, "flex": "1"},
+    "& #chat-new": {"min_height": TAP},
+    "& #conversation": {"width": "100%", "height": "calc(100dvh - 6.5em)", "min_height": "24em"},
+    "& #chat-heading": {"font_size": "var(--font-size-4)", "display": "-webkit-box", "-webkit-line-clamp": "2",
+                        "-webkit-box-orient": "vertical", "overflow": "hidden"},
+}}
 
 
 def conversation() -> rx.Component:
@@ -30,7 +44,7 @@ def conversation() -> rx.Component:
                            width="100%")),
         *stream_and_bar(WorkspaceState, EMPTY_CHAT, EMPTY_CHAT_NO_PROVIDER, NO_USE_AGENT,
                         attachments=WorkspaceState.attachments, on_remove_attachment=WorkspaceState.detach_file),
-        flex="1", min_width="0", spacing="3", height="calc(100vh - 8em)",
+        flex="1", min_width="0", spacing="3", height="calc(100vh - 8em)", id="conversation",
     )
 
 
@@ -46,7 +60,7 @@ def workspace_page() -> rx.Component:
                             "give you a role in one."),
                 rx.hstack(udb_panel(chat_list.chats_panel(WorkspaceState)), conversation(),
                           chat_list.delete_dialog(WorkspaceState), width="100%", spacing="4",
-                          align="start"),
+                          align="start", style=PHONE_LAYOUT),
             ),
         ),
         instance=WorkspaceState,
