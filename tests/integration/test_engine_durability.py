@@ -81,8 +81,12 @@ def run_in_subprocess(runs: list[tuple[str, Any]], crash_at: str | None) -> tupl
     return done.returncode, done.stdout.split()
 
 
-def get_run(api, run_id: str) -> dict[str, Any]:
-    run_queue.wait_for_rest(run_id, 30)  # a woken or resumed run executes on a run thread or a worker
+def get_run(api, run_id: str, wait: bool = True) -> dict[str, Any]:
+    """The run as stored; with `wait`, once it came to rest (a woken or resumed run executes on a run
+    thread or a worker). A run whose process was killed stays `running` until recovered: read it
+    with `wait=False`, or the read would wait out the whole timeout."""
+    if wait:
+        run_queue.wait_for_rest(run_id, 30)
     response = api.client.get(f"{api.base()}/runs/{run_id}", headers=api.auth)
     assert response.status_code == 200, response.text
     return response.json()
@@ -120,7 +124,7 @@ def test_a_run_killed_mid_way_resumes_from_its_persisted_frontier(api, crash_at)
     code, run_ids = run_in_subprocess([(create(api, CHAIN_AND_LOOP), CHAIN_INPUT)], crash_at)
     assert code == -signal.SIGKILL
     (run_id,) = run_ids
-    before = get_run(api, run_id)
+    before = get_run(api, run_id, wait=False)
     assert before["status"] == "running"
     done_before = {s["id"] for s in before["steps"] if s["status"] == "completed"}
     point, node_id = crash_at.split(":")
@@ -205,7 +209,7 @@ def test_a_retry_interrupted_by_a_crash_goes_on_with_the_next_attempt(api, ai_se
                                    for node in FLAKY_AI["nodes"]]}
     code, (run_id,) = run_in_subprocess([(create(api, graph), {"n": 4})], "retry_wait:p")
     assert code == -signal.SIGKILL
-    before = get_run(api, run_id)
+    before = get_run(api, run_id, wait=False)
     assert [(s["nodeId"], s["attempt"], s["status"]) for s in before["steps"] if s["nodeId"] == "p"] == [
         ("p", 1, "failed")]
 
