@@ -57,6 +57,13 @@ class AppProcess:
         env = dict(os.environ)
         env["POWERON_DB_URL"] = get_settings().db_url
         env["POWERON_TIMER_INTERVAL_SECONDS"] = "0.2"
+        # Timers tick in the process holding the scheduler lease: a killed process's lease must lapse
+        # soon for the restarted one to take over (the default, 15 s, made each test wait it out).
+        env["POWERON_SCHEDULER_LEASE_SECONDS"] = "3"
+        env["POWERON_SCHEDULER_STARTUP_DELAY_SECONDS"] = "0"
+        # Likewise on PostgreSQL a killed worker's jobs go back to the queue once it is silent this long.
+        env["POWERON_WORKER_HEARTBEAT_SECONDS"] = "1"
+        env["POWERON_WORKER_TIMEOUT_SECONDS"] = "4"
         env.pop(crashpoints.ENV, None)
         if crash_at:
             env[crashpoints.ENV] = crash_at
