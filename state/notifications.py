@@ -28,6 +28,7 @@ class NotificationRow(TypedDict):
     message: str
     created: str
     unread: bool
+    kind: str  # run.failed | task.assigned | task.expiring
 
 
 class NotificationsState(PageMixin, AuthState):
@@ -42,7 +43,7 @@ class NotificationsState(PageMixin, AuthState):
             self._load_navigation(session, user)
             self.items = [
                 NotificationRow(id=n.id, title=n.title, message=n.message, unread=n.read_at is None,
-                                created=n.created_at.strftime("%Y-%m-%d %H:%M UTC"))
+                                created=n.created_at.strftime("%Y-%m-%d %H:%M UTC"), kind=n.kind)
                 for n in _door(session, user).list(unread=self.only_unread, limit=service.LIST_LIMIT_MAX)
             ]
             self.unread = _door(session, user).unread_count()

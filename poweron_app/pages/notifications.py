@@ -12,7 +12,12 @@ from state.notifications import NotificationRow, NotificationsState
 def notification_card(row: NotificationRow) -> rx.Component:
     return rx.card(
         rx.hstack(
-            rx.icon("circle-alert", size=20, color=rx.color("red", 9), flex_shrink="0"),
+            rx.match(
+                row["kind"],
+                ("task.assigned", rx.icon("inbox", size=20, color=rx.color("blue", 9), flex_shrink="0")),
+                ("task.expiring", rx.icon("clock", size=20, color=rx.color("amber", 9), flex_shrink="0")),
+                rx.icon("circle-alert", size=20, color=rx.color("red", 9), flex_shrink="0"),
+            ),
             rx.vstack(
                 rx.hstack(
                     rx.text(row["title"], weight="bold", class_name="notification-title"),
@@ -21,7 +26,12 @@ def notification_card(row: NotificationRow) -> rx.Component:
                     spacing="2",
                 ),
                 rx.text(row["message"], size="2", class_name="notification-message", white_space="pre-wrap"),
-                rx.text(row["created"], size="1", color_scheme="gray"),
+                rx.hstack(
+                    rx.text(row["created"], size="1", color_scheme="gray"),
+                    rx.cond(row["kind"].contains("task."),
+                            rx.link("Open the Inbox", href="/inbox", size="1", class_name="notification-inbox-link")),
+                    spacing="3", align="center",
+                ),
                 spacing="1",
                 width="100%",
                 class_name="notification-body",
@@ -60,7 +70,8 @@ def notifications_page() -> rx.Component:
         "Notifications",
         rx.vstack(
             rx.hstack(
-                rx.text("Failed scheduled, webhook and event runs of the workflows you own.", color_scheme="gray"),
+                rx.text("Tasks waiting for you, and failed scheduled, webhook and event runs of the workflows you own.",
+                        color_scheme="gray"),
                 rx.spacer(),
                 rx.hstack(
                     rx.switch(checked=NotificationsState.only_unread, on_change=NotificationsState.toggle_unread,

@@ -12,12 +12,15 @@ def create_form() -> rx.Component:
         rx.hstack(
             rx.input(
                 name="name", id="new-workflow-name", placeholder="Name of the new workflow",
-                value=WorkflowsState.new_name, on_change=WorkflowsState.set_new_name, width="22em",
+                value=WorkflowsState.new_name, on_change=WorkflowsState.set_new_name,
+                width="22em", max_width="100%",
             ),
             rx.button(rx.icon("plus", size=16), "Create workflow", type="submit", id="create-workflow"),
+            wrap="wrap",
         ),
         on_submit=WorkflowsState.create_workflow,
         reset_on_submit=False,
+        max_width="100%",
     )
 
 

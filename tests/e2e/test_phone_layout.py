@@ -97,6 +97,10 @@ def test_a_phone_user_approves_fills_in_monitors_reads_and_chats(phone: Page, ru
     _form_workflow, form_run, form_task = start_paused(running_app, form_graph(form_title), "Phone form")
     try:
         sign_in_by_tapping(page)
+        # Workflows, where a sign-in lands: the create form wraps, the table is cards.
+        expect(page.locator("#workflow-table .workflow-row").first).to_be_visible(timeout=60_000)
+        expect(page.locator("#workflow-table thead")).to_be_hidden()
+        fits(page, "workflows")
         # The navigation is one: its entries keep their ids, hidden in the closed menu.
         expect(page.locator("#nav-inbox")).to_have_count(1)
         navigate(page, "inbox", "/inbox")
