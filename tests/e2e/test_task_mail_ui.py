@@ -76,17 +76,24 @@ def body_of(mail) -> str:
     return part.get_payload(decode=True).decode(part.get_content_charset() or "utf-8")
 
 
-def paused_run(running_app: RunningApp, graph: dict, prefix: str) -> tuple[str, str]:
-    """Create, publish and run the workflow as the admin until it waits; (workflow id, run id)."""
+def approval_for(running_app: RunningApp, title: str) -> tuple[str, dict]:
+    """A new assignee with an address (username) and an approval graph assigned to them."""
+    username = f"mara{uuid.uuid4().hex[:6]}"
+    graph = approval_graph(title)
+    graph["nodes"][1]["parameters"]["assignee"] = {"user": make_assignee(running_app, username)}
+    return username, graph
+
+
+def run_until_task(running_app: RunningApp, workflow_id: str) -> str:
+    """Publish and run the workflow as the admin until it waits at its approval; the run id."""
     headers, instance = api(running_app)
-    workflow_id, _name = new_workflow(running_app, prefix, graph)
     base = f"{running_app.api_url}/api/graphicalEditor/{instance}"
     assert httpx.post(f"{base}/workflows/{workflow_id}/publish", headers=headers).status_code == 200
     started = httpx.post(f"{base}/workflows/{workflow_id}/runs", json={"input": {}}, headers=headers, timeout=60)
     assert started.status_code == 201, started.text
     run_id = at_rest(running_app, started.json())["id"]
     assert run_status(running_app, run_id)["pauseReason"] == "humanTask"
-    return workflow_id, run_id
+    return run_id
 
 
 def phone_page(browser: Browser) -> tuple[BrowserContext, Page]:
@@ -97,12 +104,9 @@ def phone_page(browser: Browser) -> tuple[BrowserContext, Page]:
 
 def test_the_approve_link_of_the_mail_completes_the_task_and_the_run_on_a_phone(browser: Browser,
                                                                                  running_app: RunningApp):
-    username = f"mara{uuid.uuid4().hex[:6]}"
-    user_id = make_assignee(running_app, username)
     title = f"Approve offer {uuid.uuid4().hex[:6]}"
-    graph = approval_graph(title)
-    graph["nodes"][1]["parameters"]["assignee"] = {"user": user_id}
-    _workflow_id, run_id = paused_run(running_app, graph, "Mail approval")
+    username, graph = approval_for(running_app, title)
+    run_id = run_until_task(running_app, new_workflow(running_app, "Mail approval", graph)[0])
 
     mail = mail_for(running_app, f"{username}@example.com", title)
     found = LINK.search(body_of(mail))
@@ -166,11 +170,8 @@ def test_the_approve_link_of_the_mail_completes_the_task_and_the_run_on_a_phone(
 
 def test_where_the_admin_allows_one_click_the_reject_link_decides_without_signing_in(page: Page, browser: Browser,
                                                                                       running_app: RunningApp):
-    username = f"mara{uuid.uuid4().hex[:6]}"
-    user_id = make_assignee(running_app, username)
     title = f"Quick check {uuid.uuid4().hex[:6]}"
-    graph = approval_graph(title)
-    graph["nodes"][1]["parameters"]["assignee"] = {"user": user_id}
+    username, graph = approval_for(running_app, title)
     headers, instance = api(running_app)
     workflow_id, name = new_workflow(running_app, "One click", graph)
 
@@ -187,10 +188,7 @@ def test_where_the_admin_allows_one_click_the_reject_link_decides_without_signin
                        headers=headers).json()
     assert stored["mailOneClick"] is True
 
-    base = f"{running_app.api_url}/api/graphicalEditor/{instance}"
-    assert httpx.post(f"{base}/workflows/{workflow_id}/publish", headers=headers).status_code == 200
-    started = httpx.post(f"{base}/workflows/{workflow_id}/runs", json={"input": {}}, headers=headers, timeout=60)
-    run_id = at_rest(running_app, started.json())["id"]
+    run_id = run_until_task(running_app, workflow_id)
     mail = mail_for(running_app, f"{username}@example.com", title)
     reject_url = re.search(r"https?://\S+/act/[A-Za-z0-9_-]+\?do=reject", body_of(mail)).group(0)
 

@@ -14,7 +14,6 @@ from contextlib import contextmanager
 import pytest
 from sqlmodel import select
 
-from backend.auth import issue_token
 from backend.config import reset_settings_cache
 from backend.db import session_scope
 from backend.db.models import FeatureInstance, Notification, NotificationSetting, User
@@ -22,6 +21,7 @@ from backend.engine import executor
 from backend.engine import queue as run_queue
 from backend.notifications import mailer, notifier
 from backend.workflows import service as workflows
+from tests.integration.test_push import make_user
 from tests.mail_servers import smtp_server
 
 EVENTS = ("task.assigned", "task.expiring", "run.failed")
@@ -31,14 +31,6 @@ FAILING = {
               {"id": "bad", "type": "context.transform", "parameters": {"data": {}, "template": "{{ x.y.z }}"}}],
     "edges": [{"source": "start", "target": "bad"}],
 }
-
-
-def make_user(username: str) -> tuple[str, dict[str, str]]:
-    with session_scope() as session:
-        user = User(username=username, display_name=username.capitalize(), email=f"{username}@example.com")
-        session.add(user)
-        session.flush()
-        return user.id, {"Authorization": f"Bearer {issue_token(session, user).token}"}
 
 
 def settings(api, headers) -> dict[tuple[str, str], bool]:
