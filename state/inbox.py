@@ -213,10 +213,15 @@ class InboxState(PageMixin, AuthState):
     @rx.event
     @requires_door(Inbox.pending, Inbox.history)
     def load(self):
-        """on_load of /inbox: check the sign-in and list the tasks."""
+        """on_load of /inbox: check the sign-in and list the tasks; `/inbox?task=<id>` (a mail's or a
+        push's link) opens that task when it is still pending for the caller."""
         self.error = ""
         self.notice = ""
-        return self._reload_all()
+        event = self._reload_all()
+        wanted = (self.router.url.query_parameters.get("task") or "").strip()
+        if wanted and any(t["id"] == wanted for t in self.pending_tasks):
+            return [event, type(self).open_task(wanted)]
+        return event
 
     @rx.event
     @requires("ui")

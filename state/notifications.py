@@ -29,6 +29,7 @@ class NotificationRow(TypedDict):
     created: str
     unread: bool
     kind: str  # run.failed | task.assigned | task.expiring
+    href: str  # where "Open" leads: a task's notification opens it in the Inbox
 
 
 class NotificationsState(PageMixin, AuthState):
@@ -43,7 +44,8 @@ class NotificationsState(PageMixin, AuthState):
             self._load_navigation(session, user)
             self.items = [
                 NotificationRow(id=n.id, title=n.title, message=n.message, unread=n.read_at is None,
-                                created=n.created_at.strftime("%Y-%m-%d %H:%M UTC"), kind=n.kind)
+                                created=n.created_at.strftime("%Y-%m-%d %H:%M UTC"), kind=n.kind,
+                                href=f"/inbox?task={n.task_id}" if n.task_id else "/inbox")
                 for n in _door(session, user).list(unread=self.only_unread, limit=service.LIST_LIMIT_MAX)
             ]
             self.unread = _door(session, user).unread_count()

@@ -39,6 +39,7 @@ class TaskLinkState(AuthState):
     recipient: str = ""
     due: str = ""
     outcome: str = ""
+    inbox_href: str = "/inbox"  # a pending task opens there directly
     requested: str = "open"
     comment: str = ""
     error: str = ""
@@ -50,6 +51,7 @@ class TaskLinkState(AuthState):
         self.link_state, self.reason = view.state, view.reason
         self.kind, self.title, self.message, self.context = view.kind or "", view.title, view.message, view.context
         self.recipient, self.due, self.outcome = view.recipient, _when(view.due_at), view.outcome or ""
+        self.inbox_href = f"/inbox?task={view.task_id}" if view.task_id and view.status == "pending" else "/inbox"
 
     def _door(self, session) -> TaskLinks:
         return TaskLinks(session, auth.user_for_token(session, self.token) if self.token else None)

@@ -145,7 +145,7 @@ def _notify_task(session: Session, task: HumanTask, event: str, title: str) -> l
     if recipients:
         user_ids, body = [u.id for u in recipients], task.message or "Open the Inbox to answer it."
         call_after_commit(session, lambda: push.notify_in_background(user_ids, event, _clip(title, TITLE_MAX),
-                                                                     body, "/inbox"))
+                                                                     body, f"/inbox?task={task.id}"))
     notifications = []
     for user in recipients:
         if not wants(session, user.id, event, APP):

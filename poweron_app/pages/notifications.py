@@ -29,7 +29,7 @@ def notification_card(row: NotificationRow) -> rx.Component:
                 rx.hstack(
                     rx.text(row["created"], size="1", color_scheme="gray"),
                     rx.cond(row["kind"].contains("task."),
-                            rx.link("Open the Inbox", href="/inbox", size="1", class_name="notification-inbox-link")),
+                            rx.link("Open the task", href=row["href"], size="1", class_name="notification-inbox-link")),
                     spacing="3", align="center",
                 ),
                 spacing="1",

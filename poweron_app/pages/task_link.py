@@ -40,7 +40,7 @@ def _decide() -> rx.Component:
 
 def _open_inbox(label: str = "Open the Inbox") -> rx.Component:
     return rx.link(rx.button(rx.icon("inbox", size=18), label, variant="outline", **TAP),
-                   href="/inbox", id="link-open-inbox", width="100%")
+                   href=TaskLinkState.inbox_href, id="link-open-inbox", width="100%")
 
 
 def _actions() -> rx.Component:

@@ -122,6 +122,11 @@ def test_approving_a_task_lets_the_run_complete(page: Page, running_app: Running
     finished = page.locator(f'#run-history .history-row[data-run-id="{run_id}"]')
     expect(finished).to_contain_text("completed", timeout=60_000)
     expect(finished.locator(".history-duration")).to_have_text(re.compile(r"\d"))
+    # A mail's or a push's link (/inbox?task=…) opens that task directly.
+    other_task = next(t["id"] for t in httpx.get(f"{running_app.api_url}/api/tasks", params={"status": "pending"},
+                                                  headers=api(running_app)[0]).json() if t["runId"] == other_run)
+    page.goto(f"/inbox?task={other_task}")
+    expect(page.locator("#task-panel")).to_contain_text(f"{title} (2)")
     headers, _instance = api(running_app)
     httpx.post(f"{running_app.api_url}/api/graphicalEditor/{_instance}/runs/{other_run}/cancel", headers=headers)
 

@@ -296,5 +296,9 @@ def test_a_new_approval_is_pushed_to_its_assignees_browser(api, push_service):
     assert push.wait_idle()
     [received] = push_service.wait_for(1)
     shown = phone.read(received.body)
+    with session_scope() as session:
+        from backend.db.models import HumanTask
+
+        task_id = session.exec(select(HumanTask.id).where(HumanTask.run_id == run.json()["id"])).one()
     assert (shown["title"], shown["body"], shown["url"]) == (
-        "Approval waiting for you: Approve the offer", "ACME, CHF 1'200", "/inbox")
+        "Approval waiting for you: Approve the offer", "ACME, CHF 1'200", f"/inbox?task={task_id}")
