@@ -220,6 +220,7 @@ class InboxState(PageMixin, AuthState):
         event = self._reload_all()
         wanted = (self.router.url.query_parameters.get("task") or "").strip()
         if wanted and any(t["id"] == wanted for t in self.pending_tasks):
+            self.tab = "pending"
             return [event, type(self).open_task(wanted)]
         return event
 

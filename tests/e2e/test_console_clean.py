@@ -27,7 +27,8 @@ pytestmark = __import__("pytest").mark.e2e
 APP_MODULE = PROJECT_ROOT / "poweron_app" / "poweron_app.py"
 # What every page shows once it has loaded (signed in: the shell's title; else sign-in, form or SSO),
 # with no spinner left and the editor's canvas (a client-only component) drawn where there is one.
-LOADED = ("() => document.querySelector('#page-title, #login-username, #form-title, #form-unavailable, #sso-error')"
+LOADED = ("() => document.querySelector("
+          "'#page-title, #login-username, #form-title, #form-unavailable, #sso-error, #link-state')"
           " && !document.querySelector('.rt-Spinner')"
           " && (!document.querySelector('#canvas') || document.querySelector('#canvas .react-flow__pane'))")
 QUIET_MS = 1_500  # a page has settled when its console stayed silent this long (some warn from a timer)
@@ -85,6 +86,7 @@ def page_paths(running_app: RunningApp) -> list[str]:
     form_workflow = publish_a_form(running_app, f"Page walk form {uuid.uuid4().hex[:6]}", "A form for the page walk.")
     values = {"/editor/[workflow_id]": editor_workflow, "/forms/[workflow_id]": form_workflow}
     values["/embed/chatbot/[embed_token]"] = "a-link-token-no-chatbot-has-for-the-page-walk"  # "not valid" page
+    values["/act/[link_token]"] = "a-link-token-no-task-mail-has-for-the-page-walk"  # "not valid" page
     paths = []
     for route in app_routes():
         if "[" in route:
