@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import os
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -34,7 +35,12 @@ USERNAME_KEY_MAX = 150  # LoginFailure.username
 CLIENT_KEY_MAX = 64  # LoginFailure.client_address
 TOKEN_PREFIX = "pon_"
 
-_hasher = PasswordHasher()
+# POWERON_TEST_FAST_PASSWORD_HASHING=1 (set by the test suite only, tests/conftest.py): argon2id with
+# the least time and memory, so thousands of test sign-ins do not spend minutes hashing; never in
+# production. Hashes carry their parameters: either kind verifies under either setting.
+FAST_HASHING_FOR_TESTS = os.environ.get("POWERON_TEST_FAST_PASSWORD_HASHING") == "1"
+_hasher = (PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1) if FAST_HASHING_FOR_TESTS
+           else PasswordHasher())
 # Verifying against this keeps the time of "unknown user" equal to "wrong password".
 _DUMMY_HASH = _hasher.hash(secrets.token_hex(16))
 # Databases whose INSERT … ON CONFLICT counts a failure atomically (concurrent failures add up).

@@ -48,6 +48,8 @@ if str(PROJECT_ROOT) not in sys.path:
 # core.webSearch is "not configured"; a test that wants an engine sets POWERON_SEARCH_ENGINE itself
 # (tests/integration/test_web_search_engines.py). Apps the e2e tests start inherit this.
 os.environ["POWERON_SEARCH_ENGINE"] = "searxng"
+# Password hashes with argon2's least cost (backend/auth.py): the suite signs in thousands of times.
+os.environ["POWERON_TEST_FAST_PASSWORD_HASHING"] = "1"
 
 
 def pytest_configure(config: pytest.Config) -> None:
